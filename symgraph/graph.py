@@ -1,0 +1,360 @@
+"""The expression DAG: immutable, interned nodes made through one constructor, `apply`.
+
+Equal subexpressions are the same object (`a is b` means "same expression"), so common
+subexpression elimination is free. Commutative arguments are kept in a canonical order derived
+from a stable structural digest (never `hash()` or `id()`), so structure, printing and generated
+code are identical in every process.
+
+Construction applies only light rules that keep IEEE meaning: constants fold (with NumPy
+semantics, so ``1/0`` folds to ``inf``), ``x+0``, ``x*1``, ``x**1``, ``x**0``, ``--x``, n-ary
+``add``/``mul`` flatten, and like terms collect (``x + x`` is ``2*x``). ``x*0`` and ``x-x`` are
+kept: they are ``nan`` when ``x`` is infinite.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import weakref
+from typing import Iterable, Mapping, Sequence, Union
+
+import numpy as np
+
+from .ops import OPS
+
+Number = Union[int, float]
+
+
+class Node:
+    """One expression. Build nodes with `symbol`, `const`, `apply`, operators and functions."""
+
+    __slots__ = ("op", "args", "value", "digest", "__weakref__")
+
+    op: str  # an OPS name, "const" or "symbol"
+    args: tuple[Node, ...]
+    value: float | str | None  # the number of a const, the name of a symbol
+    digest: bytes  # structural digest: stable across processes
+
+    def __init__(self, op: str, args: tuple, value, digest: bytes) -> None:
+        object.__setattr__(self, "op", op)
+        object.__setattr__(self, "args", args)
+        object.__setattr__(self, "value", value)
+        object.__setattr__(self, "digest", digest)
+
+    def __setattr__(self, name, value):
+        raise AttributeError("symgraph nodes are immutable")
+
+    # -- queries ------------------------------------------------------------------------------
+    @property
+    def is_const(self) -> bool:
+        return self.op == "const"
+
+    @property
+    def is_symbol(self) -> bool:
+        return self.op == "symbol"
+
+    @property
+    def name(self) -> str:
+        if self.op != "symbol":
+            raise AttributeError(f"a {self.op} node has no name")
+        return self.value
+
+    def call(self, op: str, *others) -> Node:
+        """``x.call("sin")`` is ``sin(x)``; ``c.call("where", a, b)`` is ``where(c, a, b)``."""
+        return apply(op, self, *others)
+
+    def __repr__(self) -> str:
+        return f"<Node {self.op}>"
+
+    def __bool__(self):
+        raise TypeError(
+            "the truth value of a symgraph expression is unknown until it is evaluated; "
+            "use symgraph.where(cond, a, b) for a branch in the expression")
+
+    def __float__(self) -> float:
+        if self.op != "const":
+            raise TypeError(f"cannot convert a {self.op} expression to float")
+        return self.value
+
+    def __reduce__(self):
+        raise TypeError("symgraph nodes are not pickled; send the printed text or the "
+                        "generated source instead")
+
+    # -- operators: each is one call of the constructor ----------------------------------------
+    def __add__(self, other): return apply("add", self, other)
+    def __radd__(self, other): return apply("add", other, self)
+    def __sub__(self, other): return apply("add", self, apply("neg", _as_node(other)))
+    def __rsub__(self, other): return apply("add", other, apply("neg", self))
+    def __mul__(self, other): return apply("mul", self, other)
+    def __rmul__(self, other): return apply("mul", other, self)
+    def __truediv__(self, other): return apply("div", self, other)
+    def __rtruediv__(self, other): return apply("div", other, self)
+    def __pow__(self, other): return apply("pow", self, other)
+    def __rpow__(self, other): return apply("pow", other, self)
+    def __neg__(self): return apply("neg", self)
+    def __pos__(self): return self
+    def __abs__(self): return apply("abs", self)
+    def __lt__(self, other): return apply("lt", self, other)
+    def __le__(self, other): return apply("le", self, other)
+    def __gt__(self, other): return apply("gt", self, other)
+    def __ge__(self, other): return apply("ge", self, other)
+    # == stays identity: interned nodes make it structural equality, and dicts keep working.
+    __eq__ = object.__eq__
+    __hash__ = object.__hash__
+
+
+_TABLE: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+
+
+def _intern(op: str, args: tuple, value) -> Node:
+    key = (op, args, value.hex() if op == "const" else value)  # hex keeps -0.0 and nan apart
+    node = _TABLE.get(key)
+    if node is None:
+        h = hashlib.blake2b(digest_size=16)
+        h.update(op.encode())
+        h.update(b"\0" + str(key[2]).encode() + b"\0")
+        for arg in args:
+            h.update(arg.digest)
+        node = Node(op, args, value, h.digest())
+        _TABLE[key] = node
+    return node
+
+
+def const(value: Number) -> Node:
+    """A constant; every number is a float64, so huge literals become ``inf``, never big ints."""
+    if isinstance(value, (bool, np.bool_)):
+        value = float(value)
+    try:
+        number = float(value)
+    except OverflowError:  # an int too large for a float
+        number = math.inf if value > 0 else -math.inf
+    return _intern("const", (), number)
+
+
+def symbol(name: str) -> Node:
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"a symbol name must be a non-empty string, got {name!r}")
+    return _intern("symbol", (), name)
+
+
+def symbols(names: str) -> tuple[Node, ...]:
+    """``symbols("x y")`` or ``symbols("x, y")`` gives a tuple of symbols."""
+    return tuple(symbol(n) for n in names.replace(",", " ").split())
+
+
+def _as_node(value) -> Node:
+    if isinstance(value, Node):
+        return value
+    if isinstance(value, (int, float, np.integer, np.floating, bool, np.bool_)):
+        return const(value)
+    raise TypeError(f"cannot use {type(value).__name__} {value!r} in a symgraph expression")
+
+
+# -- construction rules ----------------------------------------------------------------------
+# Each rule takes the argument nodes and returns a finished Node, or a tuple of (new) arguments.
+
+_ADD_RANK = {"pow": 0, "mul": 1, "symbol": 2, "const": 9}
+_MUL_RANK = {"const": 0, "symbol": 1, "pow": 2}
+
+
+def _order_key(rank: dict[str, int]):
+    # Readable canonical order: by kind, symbols by name, everything else by digest.
+    def key(node: Node):
+        r = rank.get(node.op, 3)
+        return (r, node.value if node.op == "symbol" else "", node.digest)
+
+    return key
+
+
+_ADD_KEY, _MUL_KEY = _order_key(_ADD_RANK), _order_key(_MUL_RANK)
+
+
+def _flatten(op: str, args: Sequence[Node]) -> list[Node]:
+    flat: list[Node] = []
+    for arg in args:
+        if arg.op == op:
+            flat.extend(arg.args)
+        else:
+            flat.append(arg)
+    return flat
+
+
+def _fold(op: str, numbers: list[float]) -> float:
+    with np.errstate(all="ignore"):
+        return float(OPS[op].evaluate(*[np.float64(v) for v in numbers]))
+
+
+def _split_coefficient(term: Node) -> tuple[float, Node]:
+    """``3*x*y -> (3, x*y)``, ``-x -> (-1, x)``, ``x -> (1, x)``."""
+    if term.op == "neg":
+        coefficient, rest = _split_coefficient(term.args[0]) if term.args[0].op == "mul" else (
+            1.0, term.args[0])
+        return -coefficient, rest
+    if term.op == "mul" and term.args[0].op == "const":
+        rest = term.args[1:]
+        return term.args[0].value, rest[0] if len(rest) == 1 else _intern("mul", rest, None)
+    return 1.0, term
+
+
+def _rule_add(args):
+    terms = _flatten("add", args)
+    numbers = [t.value for t in terms if t.op == "const"]
+    terms = [t for t in terms if t.op != "const"]
+    groups: dict[Node, list] = {}  # rest -> [coefficient sum, original terms]
+    for term in terms:
+        coefficient, rest = _split_coefficient(term)
+        group = groups.setdefault(rest, [0.0, []])
+        group[0] += coefficient
+        group[1].append(term)
+    if len(groups) < len(terms):  # like terms to collect
+        terms = []
+        for rest, (coefficient, originals) in groups.items():
+            if len(originals) == 1 or coefficient == 0.0:
+                terms.extend(originals)  # x - x stays: it is nan for infinite x
+            else:
+                terms.append(apply("mul", coefficient, rest))
+    if numbers:
+        total = _fold("add", numbers) if len(numbers) > 1 else numbers[0]
+        if total != 0.0 or not terms:
+            terms.append(const(total))
+    if not terms:
+        return const(0.0)
+    return terms[0] if len(terms) == 1 else tuple(sorted(terms, key=_ADD_KEY))
+
+
+def _rule_mul(args):
+    factors = _flatten("mul", args)
+    numbers = [f.value for f in factors if f.op == "const"]
+    factors = [f for f in factors if f.op != "const"]
+    coefficient = 1.0
+    if numbers:
+        coefficient = _fold("mul", numbers) if len(numbers) > 1 else numbers[0]
+    if not factors:
+        return const(coefficient)
+    if coefficient == -1.0:
+        return apply("neg", factors[0] if len(factors) == 1 else apply("mul", *factors))
+    if coefficient != 1.0:
+        factors.append(const(coefficient))
+    return factors[0] if len(factors) == 1 else tuple(sorted(factors, key=_MUL_KEY))
+
+
+def _rule_neg(args):
+    (x,) = args
+    if x.op == "neg":
+        return x.args[0]
+    if x.op == "mul" and x.args[0].op == "const":
+        return apply("mul", -x.args[0].value, *x.args[1:])
+    return args
+
+
+def _rule_div(args):
+    a, b = args
+    if b.op == "const" and b.value == 1.0:
+        return a
+    return args
+
+
+def _rule_pow(args):
+    base, exponent = args
+    if exponent.op == "const" and exponent.value == 1.0:
+        return base
+    if exponent.op == "const" and exponent.value == 0.0:
+        return const(1.0)  # NumPy: nan**0 == 1
+    if base.op == "const" and base.value == 1.0:
+        return const(1.0)  # NumPy: 1**nan == 1
+    return args
+
+
+_COMPARISONS = {"lt", "le", "gt", "ge", "eq", "ne"}
+
+
+def _rule_where(args):
+    condition, a, b = args
+    if condition.op == "const":
+        return a if condition.value != 0.0 or math.isnan(condition.value) else b
+    if a is b:
+        return a
+    if condition.op in _COMPARISONS and a.op == b.op == "const" and (a.value, b.value) == (1, 0):
+        return condition
+    return args
+
+
+_RULES = {"add": _rule_add, "mul": _rule_mul, "neg": _rule_neg, "div": _rule_div,
+          "pow": _rule_pow, "where": _rule_where}
+
+
+def apply(op: str, *args) -> Node:
+    """The one constructor of operation nodes: ``apply("sin", x)``, ``apply("add", x, y, 1)``."""
+    spec = OPS.get(op)
+    if spec is None:
+        raise ValueError(f"unknown operation {op!r}")
+    nodes = tuple(_as_node(a) for a in args)
+    if spec.arity >= 0 and len(nodes) != spec.arity:
+        raise TypeError(f"{op}() takes {spec.arity} argument(s), got {len(nodes)}")
+    if spec.arity < 0 and not nodes:
+        raise TypeError(f"{op}() takes at least one argument")
+    rule = _RULES.get(op)
+    if rule is not None:
+        result = rule(nodes)
+        if isinstance(result, Node):
+            return result
+        nodes = result
+    if all(n.op == "const" for n in nodes):
+        return const(_fold(op, [n.value for n in nodes]))
+    return _intern(op, nodes, None)
+
+
+# -- traversal and reference evaluation -------------------------------------------------------
+
+
+def topological_order(outputs: Iterable[Node]) -> list[Node]:
+    """Every node reachable from `outputs`, each after its arguments. Iterative, deterministic."""
+    order: list[Node] = []
+    done: set[int] = set()  # ids only mark membership; the order comes from the arguments
+    for root in outputs:
+        if id(root) in done:
+            continue
+        stack = [(root, 0)]
+        while stack:
+            node, i = stack.pop()
+            if i < len(node.args):
+                stack.append((node, i + 1))
+                child = node.args[i]
+                if id(child) not in done:
+                    stack.append((child, 0))
+            elif id(node) not in done:
+                done.add(id(node))
+                order.append(node)
+    return order
+
+
+def free_symbols(outputs: Node | Iterable[Node]) -> list[Node]:
+    """Symbols the expressions depend on, sorted by name."""
+    roots = [outputs] if isinstance(outputs, Node) else list(outputs)
+    return sorted((n for n in topological_order(roots) if n.op == "symbol"), key=lambda s: s.value)
+
+
+def count_ops(outputs: Node | Iterable[Node]) -> int:
+    """Number of distinct operation nodes (not symbols or constants)."""
+    roots = [outputs] if isinstance(outputs, Node) else list(outputs)
+    return sum(1 for n in topological_order(roots) if n.args)
+
+
+def evaluate(outputs: Node | Sequence[Node], values: Mapping) -> np.ndarray | float:
+    """Reference interpreter (NumPy semantics). `values` maps symbols or names to numbers/arrays."""
+    single = isinstance(outputs, Node)
+    roots = [outputs] if single else list(outputs)
+    env = {(k.value if isinstance(k, Node) else k): v for k, v in values.items()}
+    result: dict[int, object] = {}
+    with np.errstate(all="ignore"):
+        for node in topological_order(roots):
+            if node.op == "const":
+                result[id(node)] = np.float64(node.value)
+            elif node.op == "symbol":
+                if node.value not in env:
+                    raise KeyError(f"no value given for symbol {node.value!r}")
+                result[id(node)] = np.asarray(env[node.value], dtype=float)
+            else:
+                result[id(node)] = OPS[node.op].evaluate(*[result[id(a)] for a in node.args])
+    values_out = [result[id(r)] for r in roots]
+    return values_out[0] if single else values_out

@@ -1,0 +1,287 @@
+"""The op table: every operation symgraph knows, defined once.
+
+Each `OpSpec` says everything the pipeline needs about one operation:
+
+* ``arity``      number of arguments (``-1`` for n-ary ``add`` / ``mul``)
+* ``evaluate``   its numeric meaning on NumPy values (constant folding, reference evaluation)
+* ``partials``   local derivatives ``(args, out) -> tuple`` built as graph nodes, ``None`` for zero
+* ``py``, ``np``, ``nb``  code templates: scalar Python (``math``), NumPy arrays, Numba scalar
+* ``latex``      LaTeX template, and ``infix``/``precedence`` for the infix operators
+* ``sympy``      how to rebuild the op from SymPy functions (for ``to_sympy``)
+* ``domain``     the interval per argument that tests sample from
+
+Templates are ``str.format`` strings over operand code, or callables ``(operands) -> str``.
+Operands handed to templates are always plain names or literals, so repeating ``{0}`` is safe.
+
+Conventions at non-differentiable points (one rule for all): the derivative of a function with a
+kink or jump is the one-sided limit average where that is 0 or 1/2, so ``abs'(0) = 0``,
+``relu'(0) = 0``, ``sign' = floor' = ceil' = 0``, ``max``/``min`` split a tie 1/2 : 1/2, and
+``hypot`` has gradient 0 at the origin. Comparisons and ``where`` conditions have derivative 0.
+
+Partial rules use only `Node` methods (operators, ``.call``), so this module imports no other
+symgraph module: it is the root of the pipeline.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+@dataclass(frozen=True)
+class OpSpec:
+    name: str
+    arity: int
+    evaluate: Callable[..., Any]
+    partials: Callable[[tuple, Any], tuple]
+    py: Any
+    np: Any
+    nb: Any
+    latex: str
+    sympy: Callable[..., Any]
+    domain: tuple[tuple[float, float], ...]
+    infix: str | None = None  # operator symbol for infix ops
+    precedence: int = 100  # printing/parsing precedence; atoms and calls bind tightest
+    commutative: bool = False
+    np_prelude: tuple[str, ...] = field(default=())  # helper lines the NumPy template needs
+
+    def render(self, backend: str, operands: list[str]) -> str:
+        template = {"py": self.py, "np": self.np, "nb": self.nb}[backend]
+        if callable(template):
+            return template(operands)
+        return template.format(*operands)
+
+
+OPS: dict[str, OpSpec] = {}
+
+# Printing / parsing precedence, Python's order.
+PREC_COMPARE, PREC_ADD, PREC_MUL, PREC_NEG, PREC_POW, PREC_ATOM = 1, 2, 3, 4, 5, 100
+
+DEFAULT_DOMAIN = (-3.0, 3.0)
+SQRT_PI_2 = 2.0 / math.sqrt(math.pi)
+
+
+def _op(name, arity, evaluate, partials, py, np_, nb=None, latex=None, sympy=None,
+        domain=None, **extra) -> None:
+    OPS[name] = OpSpec(
+        name=name, arity=arity, evaluate=evaluate, partials=partials, py=py, np=np_,
+        nb=py if nb is None else nb,
+        latex=latex if latex is not None else r"\operatorname{{%s}}\left({0}\right)" % name,
+        sympy=sympy if sympy is not None else (lambda sp, *a, _n=name: getattr(sp, _n)(*a)),
+        domain=domain or (DEFAULT_DOMAIN,) * max(arity, 2 if arity < 0 else arity),
+        **extra,
+    )
+
+
+def _func(name, evaluate, partial, py=None, np_=None, nb=None, latex=None, sympy=None,
+          domain=None, **extra):
+    """A one-argument function; `partial(x, out)` is its derivative as a node."""
+    _op(name, 1, evaluate, lambda a, out: (partial(a[0], out),),
+        py or f"math.{name}({{0}})", np_ or f"np.{name}({{0}})", nb, latex or
+        r"\%s\left({0}\right)" % name, sympy, domain and (domain,), **extra)
+
+
+# ---------------------------------------------------------------------------------------------
+# Arithmetic
+
+
+def _join(sep: str) -> Callable[[list[str]], str]:
+    return lambda ops: sep.join(ops)
+
+
+def _mul_partials(args, out):
+    # Product of the other factors, by prefix/suffix products so wide products stay linear.
+    n = len(args)
+    prefix = [None] * n
+    acc = None
+    for i in range(n):
+        prefix[i] = acc
+        acc = args[i] if acc is None else acc * args[i]
+    result = [None] * n
+    acc = None
+    for i in range(n - 1, -1, -1):
+        others = [p for p in (prefix[i], acc) if p is not None]
+        result[i] = others[0] * others[1] if len(others) == 2 else (others[0] if others else 1.0)
+        acc = args[i] if acc is None else args[i] * acc
+    return tuple(result)
+
+
+def _int_exponent(code: str) -> int | None:
+    try:
+        value = float(code)
+    except ValueError:
+        return None
+    return int(value) if value.is_integer() and abs(value) <= 4 else None
+
+
+def _pow_template(general: str) -> Callable[[list[str]], str]:
+    """Small integer powers become multiplications: exact, and far cheaper than pow()."""
+
+    def render(ops: list[str]) -> str:
+        base, k = ops[0], _int_exponent(ops[1])
+        if k is None or k == 0:
+            return general.format(base, ops[1])
+        product = " * ".join([base] * abs(k))
+        return product if k > 0 else f"1.0 / ({product})" if abs(k) > 1 else f"1.0 / {base}"
+
+    return render
+
+
+def _pow_partials(args, out):
+    base, exponent = args
+    if exponent.is_const:
+        return (exponent * base ** (exponent.value - 1.0), None)
+    return (exponent * base ** (exponent - 1.0), out * base.call("log"))
+
+
+_op("add", -1, lambda *a: sum(a[1:], a[0]), lambda a, out: (1.0,) * len(a),
+    _join(" + "), _join(" + "), latex="{0} + {1}", sympy=lambda sp, *a: sp.Add(*a),
+    infix="+", precedence=PREC_ADD, commutative=True)
+_op("mul", -1, lambda *a: math.prod(a[1:], start=a[0]), _mul_partials,
+    _join(" * "), _join(" * "), latex=r"{0} \cdot {1}", sympy=lambda sp, *a: sp.Mul(*a),
+    infix="*", precedence=PREC_MUL, commutative=True)
+_op("neg", 1, np.negative, lambda a, out: (-1.0,), "-{0}", "-{0}", latex="-{0}",
+    sympy=lambda sp, a: -a, infix="-", precedence=PREC_NEG)
+_op("div", 2, np.divide, lambda a, out: (1.0 / a[1], -out / a[1]), "{0} / {1}", "{0} / {1}",
+    latex=r"\frac{{{0}}}{{{1}}}", sympy=lambda sp, a, b: a / b, infix="/", precedence=PREC_MUL,
+    domain=(DEFAULT_DOMAIN, (0.5, 3.0)))
+_op("pow", 2, np.power, _pow_partials, _pow_template("math.pow({0}, {1})"),
+    _pow_template("np.power({0}, {1})"), _pow_template("{0} ** {1}"), latex="{{{0}}}^{{{1}}}",
+    sympy=lambda sp, a, b: a**b, infix="**", precedence=PREC_POW,
+    domain=((0.2, 3.0), (-2.0, 2.0)))
+
+# ---------------------------------------------------------------------------------------------
+# Comparisons: numbers 1.0 / 0.0, derivative zero.
+
+for _name, _sym, _ufunc, _latex, _rel in [
+    ("lt", "<", np.less, "<", "Lt"), ("le", "<=", np.less_equal, r"\le", "Le"),
+    ("gt", ">", np.greater, ">", "Gt"), ("ge", ">=", np.greater_equal, r"\ge", "Ge"),
+    ("eq", "==", np.equal, "=", "Eq"), ("ne", "!=", np.not_equal, r"\ne", "Ne"),
+]:
+    _op(_name, 2, lambda a, b, _u=_ufunc: _u(a, b).astype(float) * 1.0,
+        lambda a, out: (None, None),
+        f"(1.0 if {{0}} {_sym} {{1}} else 0.0)", f"np.where({{0}} {_sym} {{1}}, 1.0, 0.0)",
+        latex=f"{{0}} {_latex} {{1}}", sympy=lambda sp, a, b, _r=_rel: getattr(sp, _r)(a, b),
+        infix=_sym, precedence=PREC_COMPARE)
+
+
+def _where_sympy(sp, c, a, b):
+    condition = c if isinstance(c, sp.core.relational.Relational) else sp.Ne(c, 0)
+    return sp.Piecewise((a, condition), (b, True))
+
+
+_op("where", 3, lambda c, a, b: np.where(c != 0, a, b),
+    lambda a, out: (None, a[0].call("where", 1.0, 0.0), a[0].call("where", 0.0, 1.0)),
+    "({1} if {0} != 0.0 else {2})", "np.where({0} != 0.0, {1}, {2})",
+    latex=r"\begin{{cases}} {1} & {0} \\ {2} & \text{{otherwise}} \end{{cases}}",
+    sympy=_where_sympy)
+
+# ---------------------------------------------------------------------------------------------
+# Elementary functions. Derivatives reuse the output where it is natural (exp' = exp).
+
+_func("sqrt", np.sqrt, lambda x, out: 0.5 / out, latex=r"\sqrt{{{0}}}", domain=(0.1, 4.0))
+_func("cbrt", np.cbrt, lambda x, out: 1.0 / (3.0 * out * out), py="float(np.cbrt({0}))",
+      nb="np.cbrt({0})", latex=r"\sqrt[3]{{{0}}}",
+      sympy=lambda sp, x: sp.sign(x) * sp.Abs(x) ** sp.Rational(1, 3), domain=(0.1, 4.0))
+_func("exp", np.exp, lambda x, out: out, latex=r"e^{{{0}}}")
+_func("expm1", np.expm1, lambda x, out: out + 1.0, latex=r"\left(e^{{{0}}} - 1\right)",
+      sympy=lambda sp, x: sp.exp(x) - 1)
+_func("log", np.log, lambda x, out: 1.0 / x, domain=(0.1, 4.0))
+_func("log1p", np.log1p, lambda x, out: 1.0 / (1.0 + x), latex=r"\log\left(1 + {0}\right)",
+      sympy=lambda sp, x: sp.log(1 + x), domain=(-0.5, 3.0))
+_func("log2", np.log2, lambda x, out: 1.0 / (x * math.log(2.0)), latex=r"\log_2\left({0}\right)",
+      sympy=lambda sp, x: sp.log(x, 2), domain=(0.1, 4.0))
+_func("log10", np.log10, lambda x, out: 1.0 / (x * math.log(10.0)),
+      latex=r"\log_{{10}}\left({0}\right)", sympy=lambda sp, x: sp.log(x, 10), domain=(0.1, 4.0))
+_func("sin", np.sin, lambda x, out: x.call("cos"))
+_func("cos", np.cos, lambda x, out: -x.call("sin"))
+_func("tan", np.tan, lambda x, out: 1.0 + out * out, domain=(-1.2, 1.2))
+_func("asin", np.arcsin, lambda x, out: 1.0 / (1.0 - x * x).call("sqrt"), np_="np.arcsin({0})",
+      latex=r"\arcsin{\left({0}\right)}", domain=(-0.9, 0.9))
+_func("acos", np.arccos, lambda x, out: -1.0 / (1.0 - x * x).call("sqrt"), np_="np.arccos({0})",
+      latex=r"\arccos{\left({0}\right)}", domain=(-0.9, 0.9))
+_func("atan", np.arctan, lambda x, out: 1.0 / (1.0 + x * x), np_="np.arctan({0})",
+      latex=r"\arctan{\left({0}\right)}")
+_func("sinh", np.sinh, lambda x, out: x.call("cosh"))
+_func("cosh", np.cosh, lambda x, out: x.call("sinh"))
+_func("tanh", np.tanh, lambda x, out: 1.0 - out * out)
+_func("asinh", np.arcsinh, lambda x, out: 1.0 / (x * x + 1.0).call("sqrt"),
+      np_="np.arcsinh({0})", latex=r"\operatorname{{asinh}}\left({0}\right)")
+_func("acosh", np.arccosh, lambda x, out: 1.0 / ((x - 1.0).call("sqrt") * (x + 1.0).call("sqrt")),
+      np_="np.arccosh({0})", latex=r"\operatorname{{acosh}}\left({0}\right)", domain=(1.1, 4.0))
+_func("atanh", np.arctanh, lambda x, out: 1.0 / (1.0 - x * x), np_="np.arctanh({0})",
+      latex=r"\operatorname{{atanh}}\left({0}\right)", domain=(-0.9, 0.9))
+_func("erf", np.vectorize(math.erf, otypes=[float]),
+      lambda x, out: SQRT_PI_2 * (-(x * x)).call("exp"), np_="_erf({0})",
+      latex=r"\operatorname{{erf}}\left({0}\right)",
+      np_prelude=("_erf = np.vectorize(math.erf, otypes=[float])",))
+_func("erfc", np.vectorize(math.erfc, otypes=[float]),
+      lambda x, out: -SQRT_PI_2 * (-(x * x)).call("exp"), np_="_erfc({0})",
+      latex=r"\operatorname{{erfc}}\left({0}\right)",
+      np_prelude=("_erfc = np.vectorize(math.erfc, otypes=[float])",))
+
+# Piecewise functions: derivative conventions in the module docstring.
+_func("abs", np.abs, lambda x, out: x.call("sign"), py="abs({0})", np_="np.abs({0})",
+      latex=r"\left|{0}\right|", sympy=lambda sp, x: sp.Abs(x))
+_func("sign", np.sign, lambda x, out: None,
+      py="(1.0 if {0} > 0.0 else (-1.0 if {0} < 0.0 else {0}))", np_="np.sign({0})",
+      latex=r"\operatorname{{sign}}\left({0}\right)")
+_func("floor", np.floor, lambda x, out: None, py="float(math.floor({0}))", nb="np.floor({0})",
+      np_="np.floor({0})", latex=r"\left\lfloor {0} \right\rfloor")
+_func("ceil", np.ceil, lambda x, out: None, py="float(math.ceil({0}))", nb="np.ceil({0})",
+      np_="np.ceil({0})", latex=r"\left\lceil {0} \right\rceil", sympy=lambda sp, x: sp.ceiling(x))
+_func("relu", lambda x: np.maximum(x, 0.0), lambda x, out: x.call("gt", 0.0),
+      py="({0} if {0} > 0.0 or {0} != {0} else 0.0)", np_="np.maximum({0}, 0.0)",
+      latex=r"\operatorname{{relu}}\left({0}\right)", sympy=lambda sp, x: sp.Max(0, x))
+_func("sigmoid", lambda x: 1.0 / (1.0 + np.exp(-x)), lambda x, out: out * (1.0 - out),
+      py="1.0 / (1.0 + math.exp(-{0}))", np_="1.0 / (1.0 + np.exp(-{0}))",
+      latex=r"\sigma\left({0}\right)", sympy=lambda sp, x: 1 / (1 + sp.exp(-x)))
+_func("softplus", lambda x: np.maximum(x, 0.0) + np.log1p(np.exp(-np.abs(x))),
+      lambda x, out: x.call("sigmoid"),
+      py="(max({0}, 0.0) + math.log1p(math.exp(-abs({0}))))",
+      np_="(np.maximum({0}, 0.0) + np.log1p(np.exp(-np.abs({0}))))",
+      latex=r"\operatorname{{softplus}}\left({0}\right)", sympy=lambda sp, x: sp.log(1 + sp.exp(x)))
+
+
+def _minmax_partials(pick_first: str):
+    def partials(a, out):
+        first, second = a
+        wins = first.call(pick_first, second)
+        tie = first.call("eq", second)
+        share = wins + 0.5 * tie  # 1 where the first argument wins, 1/2 on a tie
+        return (share, 1.0 - share)
+
+    return partials
+
+
+_op("min", 2, np.minimum, _minmax_partials("lt"),
+    "({0} if {0} <= {1} or {0} != {0} else {1})", "np.minimum({0}, {1})",
+    latex=r"\min\left({0}, {1}\right)", sympy=lambda sp, a, b: sp.Min(a, b))
+_op("max", 2, np.maximum, _minmax_partials("gt"),
+    "({0} if {0} >= {1} or {0} != {0} else {1})", "np.maximum({0}, {1})",
+    latex=r"\max\left({0}, {1}\right)", sympy=lambda sp, a, b: sp.Max(a, b))
+_op("atan2", 2, np.arctan2,
+    lambda a, out: (a[1] / (a[0] * a[0] + a[1] * a[1]), -a[0] / (a[0] * a[0] + a[1] * a[1])),
+    "math.atan2({0}, {1})", "np.arctan2({0}, {1})",
+    latex=r"\operatorname{{atan2}}\left({0}, {1}\right)", domain=((0.5, 3.0), (0.5, 3.0)))
+_op("hypot", 2, np.hypot,
+    lambda a, out: tuple(out.call("gt", 0.0).call("where", v / out, 0.0) for v in a),
+    "math.hypot({0}, {1})", "np.hypot({0}, {1})",
+    latex=r"\sqrt{{{0}^2 + {1}^2}}", sympy=lambda sp, a, b: sp.sqrt(a**2 + b**2))
+
+# Names the parser also accepts for ops (SymPy and NumPy spellings).
+ALIASES = {
+    "Abs": "abs", "ln": "log", "Max": "max", "Min": "min", "ceiling": "ceil",
+    "arcsin": "asin", "arccos": "acos", "arctan": "atan", "arctan2": "atan2",
+    "arcsinh": "asinh", "arccosh": "acosh", "arctanh": "atanh", "expit": "sigmoid",
+    "maximum": "max", "minimum": "min", "absolute": "abs",
+}
+
+# Named constants (folded to floats at once).
+CONSTANTS = {"pi": math.pi, "e": math.e, "E": math.e, "inf": math.inf, "oo": math.inf,
+             "nan": math.nan}
+
+# Ops with an infix form, by symbol (the parser's view); "-" is both neg and binary minus.
+INFIX = {spec.infix: spec for spec in OPS.values() if spec.infix and spec.name != "neg"}
