@@ -1,0 +1,1 @@
+"""symgraph (exports are added once every stage has landed)."""

@@ -91,6 +91,14 @@ def _join(sep: str) -> Callable[[list[str]], str]:
     return lambda ops: sep.join(ops)
 
 
+def _sum(ops: list[str]) -> str:
+    # Negative literals read as subtraction: `x - 2.0`, not `x + -2.0`.
+    code = ops[0]
+    for operand in ops[1:]:
+        code += f" - {operand[1:]}" if operand.startswith("-") else f" + {operand}"
+    return code
+
+
 def _mul_partials(args, out):
     # Product of the other factors, by prefix/suffix products so wide products stay linear.
     n = len(args)
@@ -137,7 +145,7 @@ def _pow_partials(args, out):
 
 
 _op("add", -1, lambda *a: sum(a[1:], a[0]), lambda a, out: (1.0,) * len(a),
-    _join(" + "), _join(" + "), latex="{0} + {1}", sympy=lambda sp, *a: sp.Add(*a),
+    _sum, _sum, latex="{0} + {1}", sympy=lambda sp, *a: sp.Add(*a),
     infix="+", precedence=PREC_ADD, commutative=True)
 _op("mul", -1, lambda *a: math.prod(a[1:], start=a[0]), _mul_partials,
     _join(" * "), _join(" * "), latex=r"{0} \cdot {1}", sympy=lambda sp, *a: sp.Mul(*a),

@@ -1,0 +1,231 @@
+"""The Python API: `compile` an expression into kernels for its value and derivatives.
+
+    >>> import symgraph as sg
+    >>> x, y = sg.symbols("x y")
+    >>> fn = sg.compile(x**2 * y + sg.sin(y), [x, y])
+    >>> value, gradient = fn.value_and_grad(3.0, 2.0)
+
+Every derivative comes from one fused kernel (value and gradient in a single pass, sharing the
+forward subexpressions). A point is floats, a 1-D array, or keywords by symbol name; a batch is
+a 2-D array with one row per point.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Sequence
+
+import numpy as np
+
+from . import naming
+from .differentiate import hessian, jacobian
+from .emit_numba import emit_numba
+from .emit_python import emit_python
+from .compiler import load_source
+from .graph import Node, _as_node, free_symbols, symbol
+from .parser import parse
+from .printer import to_latex, to_text
+from .schedule import Program, schedule
+
+__version__ = "0.1.0"
+BACKENDS = {"numba": emit_numba, "python": emit_python}
+_DESCRIBE_MAX_CHARS = 400
+
+
+def as_expression(expr: Any) -> Node:
+    """A Node from a Node, a number, text (parsed safely) or a SymPy expression."""
+    if isinstance(expr, Node):
+        return expr
+    if isinstance(expr, str):
+        return parse(expr)
+    if type(expr).__module__.startswith("sympy"):
+        from .sympy_bridge import from_sympy  # SymPy is imported only when it is used
+
+        return from_sympy(expr)
+    return _as_node(expr)
+
+
+def as_symbols(args: Any, outputs: Sequence[Node]) -> list[Node]:
+    """Argument symbols: given as nodes or names ("x y" works), else the free symbols by name."""
+    if args is None:
+        return free_symbols(outputs)
+    if isinstance(args, str):
+        args = args.replace(",", " ").split()
+    if isinstance(args, Node):
+        args = [args]
+    result = [a if isinstance(a, Node) else symbol(str(a)) for a in args]
+    for a in result:
+        if not a.is_symbol:
+            raise TypeError(f"arguments must be symbols, got {to_text(a)!r}")
+    if len({id(a) for a in result}) != len(result):
+        raise ValueError("an argument symbol is listed twice")
+    return result
+
+
+def _describe(outputs: Sequence[Node], labels: Sequence[str]) -> list[str]:
+    lines = []
+    for label, node in zip(labels, outputs):
+        try:
+            text = to_text(node, max_length=_DESCRIBE_MAX_CHARS)
+        except ValueError:
+            text = None
+        lines.append(f"{label} = {text}" if text else f"{label} = (an expression too large "
+                     "to show; see the steps below)")
+    return lines
+
+
+def build_programs(outputs: Sequence[Node], inputs: Sequence[Node], wrt: Sequence[Node],
+                   scalar: bool, with_hessian: bool) -> list[Program]:
+    """The kernels of a compiled function: value, and value with derivatives w.r.t. `wrt`."""
+    idents = naming.input_identifiers([s.value for s in inputs])
+    ident_of = {id(s): i for s, i in zip(inputs, idents)}
+    wrt_idents = [ident_of[id(v)] for v in wrt]
+    values = naming.value_labels(len(outputs))
+    value_slots = list(zip(values, outputs))
+    programs = [schedule("value", value_slots, inputs, idents)]
+    if scalar:
+        gradient = jacobian(outputs, wrt)[0]
+        grad_slots = value_slots + list(zip(naming.gradient_labels(wrt_idents), gradient))
+        programs.append(schedule("value_grad", grad_slots, inputs, idents))
+        if with_hessian:
+            second = hessian(outputs[0], wrt)
+            labels = naming.hessian_labels(wrt_idents)
+            n = len(wrt)
+            hess_slots = grad_slots + [(labels[i][j], second[i][j])
+                                       for i in range(n) for j in range(n)]
+            programs.append(schedule("value_grad_hess", hess_slots, inputs, idents))
+    else:
+        rows = jacobian(outputs, wrt)
+        jac_slots = value_slots + [(label, d) for v, row in zip(values, rows)
+                                   for label, d in zip(naming.gradient_labels(wrt_idents, v), row)]
+        programs.append(schedule("value_jac", jac_slots, inputs, idents))
+    return programs
+
+
+class CompiledFunction:
+    """Kernels for an expression (or a vector of them) and its derivatives w.r.t. `wrt`.
+
+    ``fn(*point)`` gives the value; ``grad``, ``value_and_grad``, ``jacobian`` and ``hessian``
+    the derivatives. ``source`` is the generated module's text and ``path`` its file.
+    """
+
+    def __init__(self, expr: Any, args: Any = None, *, wrt: Any = None, backend: str = "numba",
+                 hessian: bool = False, cache_dir: str | os.PathLike | None = None) -> None:
+        if backend not in BACKENDS:
+            raise ValueError(f"unknown backend {backend!r}; choose one of {sorted(BACKENDS)}")
+        self.scalar = not isinstance(expr, (list, tuple))
+        self.outputs = [as_expression(e) for e in ([expr] if self.scalar else expr)]
+        self.args = as_symbols(args, self.outputs)
+        self.wrt = self.args if wrt is None else as_symbols(wrt, self.outputs)
+        missing = [w.value for w in self.wrt if all(w is not a for a in self.args)]
+        if missing:
+            raise ValueError(f"wrt names {missing}, which are not among the arguments")
+        self.backend = backend
+        self.cache_dir = cache_dir
+        self.has_hessian = hessian and self.scalar
+        self.programs = build_programs(self.outputs, self.args, self.wrt, self.scalar,
+                                       self.has_hessian)
+        names = [a.value for a in self.args]
+        labels = naming.value_labels(len(self.outputs))
+        title = "Value and derivatives of " + (", ".join(labels)) + f"({', '.join(names)})"
+        self.source = BACKENDS[backend](self.programs, title,
+                                        _describe(self.outputs, labels), names, __version__)
+        self.module, self.path = load_source(self.source, cache_dir)
+        self._n, self._m, self._k = len(self.args), len(self.outputs), len(self.wrt)
+        self._hessian_function: CompiledFunction | None = None
+
+    # -- points -----------------------------------------------------------------------------
+    def _point(self, values: tuple, named: dict) -> np.ndarray:
+        if named:
+            if values:
+                raise TypeError("give the point either by position or by name, not both")
+            missing = [s.value for s in self.args if s.value not in named]
+            unknown = sorted(set(named) - {s.value for s in self.args})
+            if missing or unknown:
+                raise TypeError(f"point by name needs exactly {[s.value for s in self.args]}; "
+                                f"missing {missing}, unknown {unknown}")
+            values = tuple(named[s.value] for s in self.args)
+        point = values[0] if len(values) == 1 and np.ndim(values[0]) > 0 else values
+        array = np.ascontiguousarray(point, dtype=np.float64)
+        if array.ndim == 0 or array.ndim > 2 or array.shape[-1] != self._n:
+            raise ValueError(f"expected {self._n} value(s) per point for "
+                             f"{[s.value for s in self.args]}, got shape {np.shape(point)}")
+        return array
+
+    def _run(self, kernel: str, size: int, values: tuple, named: dict) -> np.ndarray:
+        x = self._point(values, named)
+        if x.ndim == 1:
+            out = np.empty(size)
+            getattr(self.module, kernel + "_row")(x, out)
+        else:
+            out = np.empty((x.shape[0], size))
+            getattr(self.module, kernel + "_batch")(x, out)
+        return out
+
+    # -- evaluation ---------------------------------------------------------------------------
+    def __call__(self, *values, **named):
+        out = self._run("value", self._m, values, named)
+        if self.scalar:
+            return float(out[0]) if out.ndim == 1 else out[:, 0]
+        return out
+
+    def value_and_grad(self, *values, **named):
+        """(value, gradient) of a scalar expression, from one fused kernel."""
+        self._require_scalar("value_and_grad")
+        out = self._run("value_grad", 1 + self._k, values, named)
+        if out.ndim == 1:
+            return float(out[0]), out[1:]
+        return out[:, 0], out[:, 1:]
+
+    def grad(self, *values, **named) -> np.ndarray:
+        return self.value_and_grad(*values, **named)[1]
+
+    def jacobian(self, *values, **named) -> np.ndarray:
+        """Shape (outputs, inputs) at a point, (points, outputs, inputs) for a batch."""
+        if self.scalar:
+            g = self.grad(*values, **named)
+            return g[..., None, :]
+        out = self._run("value_jac", self._m * (1 + self._k), values, named)
+        return out[..., self._m:].reshape(out.shape[:-1] + (self._m, self._k))
+
+    def hessian(self, *values, **named) -> np.ndarray:
+        """Shape (inputs, inputs) at a point, (points, inputs, inputs) for a batch."""
+        self._require_scalar("hessian")
+        if not self.has_hessian:
+            if self._hessian_function is None:  # built on first use, then kept
+                self._hessian_function = CompiledFunction(
+                    self.outputs[0], self.args, wrt=self.wrt, backend=self.backend,
+                    hessian=True, cache_dir=self.cache_dir)
+            return self._hessian_function.hessian(*values, **named)
+        n = self._k
+        out = self._run("value_grad_hess", 1 + n + n * n, values, named)
+        return out[..., 1 + n:].reshape(out.shape[:-1] + (n, n))
+
+    def _require_scalar(self, what: str) -> None:
+        if not self.scalar:
+            raise TypeError(f"{what} needs a scalar expression; use jacobian for a vector")
+
+    # -- inspection ---------------------------------------------------------------------------
+    def op_counts(self) -> dict[str, int]:
+        """Number of steps in each kernel: the cost of value vs value+derivatives."""
+        return {p.name: p.op_count for p in self.programs}
+
+    def __repr__(self) -> str:
+        names = ", ".join(a.value for a in self.args)
+        return f"<CompiledFunction ({names}) -> {self._m} output(s), {self.backend}: {self.path}>"
+
+    def _repr_latex_(self) -> str:
+        return "$" + r",\quad ".join(to_latex(o) for o in self.outputs) + "$"
+
+
+def compile(expr: Any, args: Any = None, *, wrt: Any = None, backend: str = "numba",
+            hessian: bool = False, cache_dir: str | os.PathLike | None = None
+            ) -> CompiledFunction:
+    """Compile `expr` (a Node, text, SymPy expression, or a list of them).
+
+    `args` are the kernel's inputs in order (default: the free symbols by name); derivatives
+    are taken with respect to `wrt` (default: all of `args`), e.g. a model's parameters while
+    its data stay plain inputs.
+    """
+    return CompiledFunction(expr, args, wrt=wrt, backend=backend, hessian=hessian,
+                            cache_dir=cache_dir)

@@ -1,0 +1,121 @@
+"""Derivatives on the DAG, built as ordinary nodes that share the forward subexpressions.
+
+Reverse mode (`vjp`, `grad`, `jacobian`, `hessian`) walks one topological order backwards and
+accumulates adjoints, so a gradient costs O(size of f) whatever the number of variables.
+Forward mode (`jvp`) walks it forwards. Both read each op's local partials from the op table,
+so an op's derivative rule is written once. Structurally zero derivatives are never built.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from .graph import Node, _as_node, apply, const, free_symbols, topological_order
+from .ops import OPS
+
+
+def _check_variables(wrt: Sequence[Node] | Node) -> list[Node]:
+    variables = [wrt] if isinstance(wrt, Node) else list(wrt)
+    for v in variables:
+        if not isinstance(v, Node) or not v.is_symbol:
+            raise TypeError(f"derivatives are taken with respect to symbols, got {v!r}")
+    return variables
+
+
+def _depends(order: list[Node], variables: list[Node]) -> set[int]:
+    """Ids of the nodes whose value depends on at least one of `variables`."""
+    live = {id(v) for v in variables}
+    for node in order:
+        if node.args and any(id(a) in live for a in node.args):
+            live.add(id(node))
+    return live
+
+
+def _partials(node: Node) -> tuple:
+    return OPS[node.op].partials(node.args, node)
+
+
+def _total(terms: list[Node]) -> Node:
+    return terms[0] if len(terms) == 1 else apply("add", *terms)
+
+
+def vjp(outputs: Sequence[Node], cotangents: Sequence, wrt: Sequence[Node]) -> list[Node]:
+    """Reverse mode: ``sum_k cotangents[k] * d outputs[k] / d wrt[j]`` for each j."""
+    outputs = [_as_node(o) for o in outputs]
+    variables = _check_variables(wrt)
+    order = topological_order(outputs)
+    live = _depends(order, variables)
+    contributions: dict[int, list[Node]] = {}
+    for output, seed in zip(outputs, cotangents, strict=True):
+        if id(output) in live:
+            contributions.setdefault(id(output), []).append(_as_node(seed))
+    wanted = {id(v) for v in variables}
+    adjoints: dict[int, Node] = {}
+    for node in reversed(order):
+        terms = contributions.pop(id(node), None)
+        if terms is None:
+            continue
+        adjoint = _total(terms)
+        if id(node) in wanted:
+            adjoints[id(node)] = adjoint
+        if not node.args:
+            continue
+        for arg, partial in zip(node.args, _partials(node)):
+            if partial is not None and id(arg) in live:
+                contributions.setdefault(id(arg), []).append(adjoint * partial)
+    zero = const(0.0)
+    return [adjoints.get(id(v), zero) for v in variables]
+
+
+def jvp(outputs: Sequence[Node], wrt: Sequence[Node], tangents: Sequence) -> list[Node]:
+    """Forward mode: ``sum_j d outputs[k] / d wrt[j] * tangents[j]`` for each k."""
+    outputs = [_as_node(o) for o in outputs]
+    variables = _check_variables(wrt)
+    order = topological_order(outputs)
+    live = _depends(order, variables)
+    tangent: dict[int, Node] = {}
+    for v, t in zip(variables, tangents, strict=True):
+        tangent[id(v)] = _as_node(t)
+    for node in order:
+        if not node.args or id(node) not in live:
+            continue
+        terms = [tangent[id(arg)] * partial
+                 for arg, partial in zip(node.args, _partials(node))
+                 if partial is not None and id(arg) in tangent]
+        if terms:
+            tangent[id(node)] = _total(terms)
+    zero = const(0.0)
+    return [tangent.get(id(o), zero) for o in outputs]
+
+
+def grad(f: Node, wrt: Sequence[Node] | None = None) -> list[Node]:
+    """Gradient of a scalar expression: one node per variable (default: its free symbols)."""
+    return vjp([f], [1.0], free_symbols(f) if wrt is None else wrt)
+
+
+def jacobian(outputs: Sequence[Node], wrt: Sequence[Node] | None = None) -> list[list[Node]]:
+    """Rows are outputs, columns variables; one reverse sweep per output."""
+    variables = free_symbols(outputs) if wrt is None else wrt
+    return [grad(o, variables) for o in outputs]
+
+
+def hessian(f: Node, wrt: Sequence[Node] | None = None) -> list[list[Node]]:
+    """Second derivatives, reverse over reverse; symmetric by construction (upper triangle)."""
+    variables = _check_variables(free_symbols(f) if wrt is None else wrt)
+    gradient = grad(f, variables)
+    n = len(variables)
+    rows: list[list[Node]] = [[const(0.0)] * n for _ in range(n)]
+    for i in range(n):
+        second = grad(gradient[i], variables[i:])
+        for j in range(i, n):
+            rows[i][j] = rows[j][i] = second[j - i]
+    return rows
+
+
+def diff(f: Node, x: Node, n: int = 1) -> Node:
+    """The n-th derivative of `f` with respect to the symbol `x`."""
+    if n < 0:
+        raise ValueError("the order of a derivative cannot be negative")
+    for _ in range(n):
+        f = grad(f, [x])[0]
+    return f

@@ -1,0 +1,103 @@
+"""Schedule: output nodes -> one flat straight-line program the emitters can print.
+
+Each distinct subexpression becomes one step, computed once, after its arguments; nodes no
+output needs are never reached. Temporaries are named ``t0, t1, ...`` in order of first use, and
+a step whose value is an output is named after the output (``df_dx``), so programs read well and
+are identical in every process. Wide sums and products are split into chained steps of at most
+`MAX_WIDTH` operands: never one giant expression, which CPython and LLVM handle badly.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Sequence
+
+from .graph import Node, topological_order
+from .printer import to_text
+
+MAX_WIDTH = 16
+COMMENT_MAX_NODES = 8  # a step's comment shows its expression when the tree is this small
+
+
+@dataclass(frozen=True)
+class Step:
+    target: str
+    op: str
+    operands: tuple[str, ...]  # identifiers or float literals
+    comment: str = ""
+
+
+@dataclass(frozen=True)
+class Program:
+    """A straight-line kernel: inputs, steps, then output slots in order."""
+
+    name: str
+    inputs: tuple[str, ...]
+    steps: tuple[Step, ...]
+    outputs: tuple[tuple[str, str], ...]  # (label, operand)
+
+    @property
+    def op_count(self) -> int:
+        return len(self.steps)
+
+
+def literal(value: float) -> str:
+    """Python source for a float constant, valid in every backend."""
+    if math.isnan(value):
+        return "math.nan"
+    if math.isinf(value):
+        return "math.inf" if value > 0 else "-math.inf"
+    return repr(float(value))
+
+
+def _small_tree_sizes(order: list[Node]) -> dict[int, int]:
+    # Tree size capped just above the comment limit: linear work even on huge shared DAGs.
+    sizes: dict[int, int] = {}
+    for node in order:
+        size = 1 + sum(sizes[id(a)] for a in node.args)
+        sizes[id(node)] = min(size, COMMENT_MAX_NODES + 1)
+    return sizes
+
+
+def schedule(name: str, outputs: Sequence[tuple[str, Node]], inputs: Sequence[Node],
+             input_names: Sequence[str], comments: bool = True) -> Program:
+    """Flatten the DAG under `outputs` into a Program over the given input symbols."""
+    operand: dict[int, str] = {}
+    for symbol, ident in zip(inputs, input_names, strict=True):
+        operand[id(symbol)] = ident
+    claimed: dict[int, str] = {}
+    for label, node in outputs:
+        if node.args and id(node) not in claimed:
+            claimed[id(node)] = label
+    order = topological_order([node for _, node in outputs])
+    sizes = _small_tree_sizes(order) if comments else {}
+    steps: list[Step] = []
+    counter = 0
+
+    def temporary() -> str:
+        nonlocal counter
+        counter += 1
+        return f"t{counter - 1}"
+
+    for node in order:
+        if node.op == "const":
+            operand[id(node)] = literal(node.value)
+            continue
+        if node.op == "symbol":
+            if id(node) not in operand:
+                raise ValueError(f"the expression depends on {node.value!r}, which is not "
+                                 "one of the arguments")
+            continue
+        args = [operand[id(a)] for a in node.args]
+        # Split wide sums/products left to right: the same rounding as one long expression.
+        while len(args) > MAX_WIDTH:
+            partial = temporary()
+            steps.append(Step(partial, node.op, tuple(args[:MAX_WIDTH])))
+            args = [partial, *args[MAX_WIDTH:]]
+        target = claimed.get(id(node)) or temporary()
+        note = to_text(node) if comments and sizes[id(node)] <= COMMENT_MAX_NODES else ""
+        steps.append(Step(target, node.op, tuple(args), note))
+        operand[id(node)] = target
+    return Program(name, tuple(input_names), tuple(steps),
+                   tuple((label, operand[id(node)]) for label, node in outputs))
