@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from .graph import Node, _as_node, apply, const, free_symbols, topological_order
+from .graph import Node, _as_node, combine, const, free_symbols, topological_order
 from .ops import OPS
 
 
@@ -36,7 +36,11 @@ def _partials(node: Node) -> tuple:
 
 
 def _total(terms: list[Node]) -> Node:
-    return terms[0] if len(terms) == 1 else apply("add", *terms)
+    return terms[0] if len(terms) == 1 else combine("add", terms)
+
+
+def _times(adjoint: Node, partial) -> Node:
+    return combine("mul", [adjoint, partial])
 
 
 def vjp(outputs: Sequence[Node], cotangents: Sequence, wrt: Sequence[Node]) -> list[Node]:
@@ -62,7 +66,7 @@ def vjp(outputs: Sequence[Node], cotangents: Sequence, wrt: Sequence[Node]) -> l
             continue
         for arg, partial in zip(node.args, _partials(node)):
             if partial is not None and id(arg) in live:
-                contributions.setdefault(id(arg), []).append(adjoint * partial)
+                contributions.setdefault(id(arg), []).append(_times(adjoint, partial))
     zero = const(0.0)
     return [adjoints.get(id(v), zero) for v in variables]
 
@@ -79,7 +83,7 @@ def jvp(outputs: Sequence[Node], wrt: Sequence[Node], tangents: Sequence) -> lis
     for node in order:
         if not node.args or id(node) not in live:
             continue
-        terms = [tangent[id(arg)] * partial
+        terms = [_times(tangent[id(arg)], partial)
                  for arg, partial in zip(node.args, _partials(node))
                  if partial is not None and id(arg) in tangent]
         if terms:

@@ -59,6 +59,10 @@ class Node:
             raise AttributeError(f"a {self.op} node has no name")
         return self.value
 
+    def times(self, other) -> Node:
+        """``self * other`` keeping both operands whole (see `combine`)."""
+        return combine("mul", [self, other])
+
     def call(self, op: str, *others) -> Node:
         """``x.call("sin")`` is ``sin(x)``; ``c.call("where", a, b)`` is ``where(c, a, b)``."""
         return apply(op, self, *others)
@@ -302,6 +306,28 @@ def apply(op: str, *args) -> Node:
     if all(n.op == "const" for n in nodes):
         return const(_fold(op, [n.value for n in nodes]))
     return _intern(op, nodes, None)
+
+
+def combine(op: str, operands: Sequence) -> Node:
+    """``add``/``mul`` over exactly `operands`, without flattening nested sums or products.
+
+    `apply` flattens, which is canonical but copies a nested node's operands into the new one:
+    when that nested node is shared (an adjoint reused by every argument of a node), flattening
+    recomputes it at every use. The differentiator combines through here so that a shared
+    adjoint stays one operand, and derivative programs stay within a small factor of f.
+    """
+    nodes = [_as_node(o) for o in operands]
+    if not any(n.op == op for n in nodes):
+        return apply(op, *nodes)  # nothing nested to keep apart: the ordinary rules apply
+    identity = 0.0 if op == "add" else 1.0
+    nodes = [n for n in nodes if not (n.op == "const" and n.value == identity)]
+    if op == "mul" and any(n.op == "const" and n.value == -1.0 for n in nodes):
+        rest = [n for n in nodes if not (n.op == "const" and n.value == -1.0)]
+        if len(rest) == len(nodes) - 1:
+            return apply("neg", combine("mul", rest))
+    if len(nodes) == 1:
+        return nodes[0]
+    return _intern(op, tuple(sorted(nodes, key=_ADD_KEY if op == "add" else _MUL_KEY)), None)
 
 
 # -- traversal and reference evaluation -------------------------------------------------------

@@ -106,13 +106,14 @@ def _mul_partials(args, out):
     acc = None
     for i in range(n):
         prefix[i] = acc
-        acc = args[i] if acc is None else acc * args[i]
+        acc = args[i] if acc is None else acc.times(args[i])
     result = [None] * n
     acc = None
     for i in range(n - 1, -1, -1):
         others = [p for p in (prefix[i], acc) if p is not None]
-        result[i] = others[0] * others[1] if len(others) == 2 else (others[0] if others else 1.0)
-        acc = args[i] if acc is None else args[i] * acc
+        result[i] = others[0].times(others[1]) if len(others) == 2 else (
+            others[0] if others else 1.0)
+        acc = args[i] if acc is None else args[i].times(acc)
     return tuple(result)
 
 
