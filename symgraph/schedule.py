@@ -39,7 +39,9 @@ class Program:
 
     @property
     def op_count(self) -> int:
-        return len(self.steps)
+        """Arithmetic operations: a k-operand sum or product counts k - 1, any other step 1."""
+        return sum(max(1, len(s.operands) - 1) if s.op in ("add", "mul") else 1
+                   for s in self.steps)
 
 
 def literal(value: float) -> str:

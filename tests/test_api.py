@@ -1,0 +1,137 @@
+"""The compile API: point forms, batches, derivative kinds, caching, and clear errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import symgraph as sg
+
+BACKENDS = ["python", "numba"]
+x, y, z = sg.symbols("x y z")
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request):
+    return request.param
+
+
+def test_point_given_as_floats_array_or_names_gives_the_same_value(backend):
+    fn = sg.compile(x * y**2 + sg.sin(x), [x, y], backend=backend)
+    expected = 3.0 * 4.0 + np.sin(3.0)
+    assert fn(3.0, 2.0) == pytest.approx(expected, rel=1e-15)
+    assert fn([3.0, 2.0]) == pytest.approx(expected, rel=1e-15)
+    assert fn(np.array([3.0, 2.0])) == pytest.approx(expected, rel=1e-15)
+    assert fn(x=3.0, y=2.0) == pytest.approx(expected, rel=1e-15)
+
+
+def test_batch_rows_match_single_points(backend):
+    fn = sg.compile(sg.exp(x) * sg.cos(y) + x * y, [x, y], hessian=True, backend=backend)
+    points = np.random.default_rng(0).uniform(-2, 2, size=(50, 2))
+    values, grads = fn.value_and_grad(points)
+    hessians = fn.hessian(points)
+    assert values.shape == (50,) and grads.shape == (50, 2) and hessians.shape == (50, 2, 2)
+    for i in (0, 17, 49):
+        v, g = fn.value_and_grad(points[i])
+        assert values[i] == v and np.array_equal(grads[i], g)
+        assert np.array_equal(hessians[i], fn.hessian(points[i]))
+    assert np.array_equal(fn(points), values)
+
+
+def test_gradient_and_hessian_have_the_analytic_values(backend):
+    fn = sg.compile(x**3 * y + sg.log(y), [x, y], backend=backend)
+    v, g = fn.value_and_grad(2.0, 3.0)
+    assert v == pytest.approx(24 + np.log(3.0))
+    assert g == pytest.approx([3 * 4 * 3, 8 + 1 / 3])
+    assert fn.hessian(2.0, 3.0) == pytest.approx(np.array([[6 * 2 * 3, 12], [12, -1 / 9]]))
+
+
+def test_vector_expression_gives_values_and_jacobian(backend):
+    fn = sg.compile([x * y, x + sg.exp(y), z], [x, y, z], backend=backend)
+    assert fn(2.0, 0.0, 5.0).tolist() == [0.0, 3.0, 5.0]
+    assert fn.jacobian(2.0, 0.0, 5.0).tolist() == [[0, 2, 0], [1, 1, 0], [0, 0, 1]]
+    assert fn.jacobian(np.ones((4, 3))).shape == (4, 3, 3)
+
+
+def test_wrt_subset_differentiates_only_the_parameters(backend):
+    W, b, data = sg.symbols("W b data")
+    fn = sg.compile((W * data + b) ** 2, [W, b, data], wrt=[W, b], backend=backend)
+    value, gradient = fn.value_and_grad(2.0, 1.0, 3.0)
+    assert value == 49.0 and gradient.tolist() == [2 * 7 * 3, 2 * 7]
+
+
+def test_text_and_sympy_expressions_compile_like_nodes(backend):
+    import sympy
+
+    sx = sympy.Symbol("x")
+    from_text = sg.compile("x**2 + 2*x + 1", backend=backend)
+    from_sympy = sg.compile(sx**2 + 2 * sx + 1, backend=backend)
+    assert from_text.value_and_grad(3.0) == from_sympy.value_and_grad(3.0)
+    assert from_text.value_and_grad(3.0)[0] == 16.0
+
+
+def test_constant_outputs_broadcast_over_a_batch(backend):
+    fn = sg.compile(2 * x + 1, [x, y], backend=backend)
+    values, grads = fn.value_and_grad(np.zeros((3, 2)))
+    assert values.tolist() == [1.0] * 3 and grads.tolist() == [[2.0, 0.0]] * 3
+
+
+def test_expression_without_variables_compiles(backend):
+    fn = sg.compile(sg.const(2.5), [], backend=backend)
+    assert fn() == 2.5 and fn.grad().shape == (0,)
+
+
+def test_wrong_point_sizes_and_names_raise_clear_errors():
+    fn = sg.compile(x + y, [x, y], backend="python")
+    with pytest.raises(ValueError, match="expected 2 value"):
+        fn(1.0)
+    with pytest.raises(TypeError, match="missing \\['y'\\]"):
+        fn(x=1.0)
+    with pytest.raises(TypeError, match="unknown \\['w'\\]"):
+        fn(x=1.0, y=2.0, w=3.0)
+    with pytest.raises(ValueError, match="not one of the arguments"):
+        sg.compile(x + y, [x], backend="python")
+    with pytest.raises(ValueError, match="unknown backend"):
+        sg.compile(x, [x], backend="fortran")
+    with pytest.raises(TypeError, match="scalar"):
+        sg.compile([x, y], backend="python").value_and_grad(1.0, 2.0)
+
+
+def test_source_and_path_point_to_the_real_generated_file(backend):
+    import inspect
+
+    fn = sg.compile(sg.tanh(x) * y, [x, y], backend=backend)
+    assert fn.path.read_text() == fn.source
+    assert fn.path.parent == sg.api.load_source.__globals__["default_cache_dir"]()
+    row = fn.module.value_grad_row
+    assert "def value_grad_row" in inspect.getsource(getattr(row, "py_func", row))
+
+
+def test_second_process_reuses_the_numba_cache_without_compiling(tmp_path):
+    script = textwrap.dedent(f"""
+        import json, symgraph as sg
+        x, y = sg.symbols("x y")
+        fn = sg.compile(sg.exp(x) * sg.sin(y) + x**3, [x, y], cache_dir={str(tmp_path)!r})
+        v, g = fn.value_and_grad(1.0, 2.0)
+        row = fn.module.value_grad_row
+        print(json.dumps({{"hits": sum(row.stats.cache_hits.values()),
+                           "misses": sum(row.stats.cache_misses.values()),
+                           "value": v, "grad": g.tolist()}}))
+    """)
+    runs = [json.loads(subprocess.run([sys.executable, "-c", script], capture_output=True,
+                                      text=True, check=True).stdout) for _ in range(2)]
+    assert runs[0]["misses"] == 1 and runs[0]["hits"] == 0
+    assert runs[1]["hits"] == 1 and runs[1]["misses"] == 0
+    assert runs[0]["value"] == runs[1]["value"] and runs[0]["grad"] == runs[1]["grad"]
+
+
+def test_op_counts_show_the_fused_kernel_shares_forward_work():
+    fn = sg.compile(sg.exp(sg.sin(x) * y), [x, y], backend="python")
+    counts = fn.op_counts()
+    assert counts["value"] == 3
+    assert counts["value_grad"] <= 4 * counts["value"] + 2
