@@ -1,0 +1,8 @@
+"""``python -m symgraph``: the same command line as the `symgraph` script."""
+
+import sys
+
+from .cli import main
+
+if __name__ == "__main__":
+    sys.exit(main())
