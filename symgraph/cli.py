@@ -60,12 +60,14 @@ def cmd_diff(args: argparse.Namespace) -> str:
     derivatives = [diff(f, symbol(v), order) for v in variables]
     labels = [draw.derivative_label(name, v, order) for v in variables]
     if args.format == "json":
-        return fmt.diff_json(name, f, variables, order, labels, derivatives)
+        return fmt.diff_json(name, f, variables, order, labels, derivatives,
+                             [fmt.tidy(d) for d in derivatives])
     if args.format == "python":
         return fmt.diff_python(name, fmt.formula(f), free_symbols([f]), variables, order,
                                derivatives)
     if args.cse:
         return fmt.diff_cse(labels, derivatives)
+    derivatives = [fmt.tidy(d) for d in derivatives]  # tree forms: flat sums and products
     if args.format == "latex":
         return fmt.diff_latex(name, variables, order, derivatives)
     if args.format == "sympy":

@@ -34,7 +34,7 @@ from typing import Any
 
 from .draw import derivative_label
 from .emit_common import INDENT, step_lines
-from .graph import Node, symbol
+from .graph import Node, apply, symbol, topological_order
 from .naming import comment_text, input_identifiers, unique
 from .schedule import schedule
 
@@ -65,6 +65,19 @@ def number_text(value: float) -> str:
 
 def dump_json(data: dict[str, Any]) -> str:
     return json.dumps(data, sort_keys=True, indent=2, allow_nan=False, ensure_ascii=False) + "\n"
+
+
+def tidy(node: Node) -> Node:
+    """The node rebuilt through `apply`, for tree-form display only.
+
+    The differentiator keeps shared adjoints as nested sums/products (`graph.combine`), which
+    is right for generated code but prints as ``y*(2*x)``; rebuilding flattens and folds them
+    to ``2*x*y``. Shared forms (--cse, python) keep the original DAG.
+    """
+    rebuilt: dict[int, Node] = {}
+    for n in topological_order([node]):
+        rebuilt[id(n)] = apply(n.op, *[rebuilt[id(a)] for a in n.args]) if n.args else n
+    return rebuilt[id(node)]
 
 
 def formula(node: Node) -> str | None:
@@ -171,10 +184,10 @@ def diff_python(name: str, expression_text: str | None, inputs: Sequence[Node],
 
 
 def diff_json(name: str, expression: Node, variables: Sequence[str], order: int,
-              labels: Sequence[str], derivatives: Sequence[Node]) -> str:
+              labels: Sequence[str], derivatives: Sequence[Node], tidied: Sequence[Node]) -> str:
     entries = [{"name": label, "variable": v, "order": order, "text": formula(d),
                 "latex": latex_formula(d)}
-               for label, v, d in zip(labels, variables, derivatives)]
+               for label, v, d in zip(labels, variables, tidied)]
     return dump_json({"schema": SCHEMA_VERSION, "command": "diff",
                       "expressions": expressions_json([name], [expression]),
                       "variables": list(variables), "order": order, "derivatives": entries,

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .graph import Node, free_symbols
+from .ops import CONSTANTS
 
 _NAMED = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*=(?!=)")
 _AT_ITEM = re.compile(r"\s*([^\W\d]\w*)\s*=\s*(\S.*?)\s*$")
@@ -98,14 +99,14 @@ def variables_of(args: argparse.Namespace, exprs: Sequence[Node]) -> list[str]:
 def parse_point(items: Sequence[str] | None, needed: Sequence[str]) -> dict[str, float]:
     """``--at x=3,y=2`` (or repeated --at): a value for exactly the expression's variables."""
     point: dict[str, float] = {}
-    for item in [p for group in items or [] for p in group.split(",")]:
+    for item in [p for group in items or [] for p in group.split(",") if p.strip()]:
         match = _AT_ITEM.match(item)
         if not match:
             raise UsageError(f"--at takes NAME=NUMBER pairs separated by commas, like "
                              f"--at x=3,y=2; cannot read {item.strip()!r}")
         name, raw = match.groups()
         try:
-            value = float(raw)
+            value = CONSTANTS[raw] if raw in CONSTANTS else float(raw)  # pi, e, inf work too
         except ValueError:
             raise UsageError(f"--at {name}={raw}: {raw!r} is not a number") from None
         if name in point:

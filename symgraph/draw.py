@@ -278,13 +278,17 @@ def render(dot_text: str, fmt: str) -> bytes:
     return done.stdout
 
 
-def to_svg(node_or_nodes: Scene | Node | Sequence[Node], *, grad: bool = False) -> str | None:
+def to_svg(node_or_nodes: Scene | Node | Sequence[Node], *, grad: bool = False,
+           names: Sequence[str] | None = None) -> str | None:
     """SVG text for notebooks (``_repr_svg_``), or None when Graphviz is missing or the graph
-    is too big to lay out quickly, so Jupyter falls back to the next representation."""
+    is too big to lay out quickly, so Jupyter falls back to the next representation.
+
+    `grad` adds the derivative graph (w.r.t. every free symbol); `names` label the outputs.
+    """
     if not graphviz_available():
         return None
     picture = node_or_nodes if isinstance(node_or_nodes, Scene) else scene(
-        node_or_nodes, grad=grad)
+        node_or_nodes, names, grad=grad)
     if len(topological_order([n for _, n in picture.outputs])) > SVG_MAX_NODES:
         return None
     try:
