@@ -38,7 +38,8 @@ examples:
 
 An expression may start with a name, "loss = ...", that labels its output (default f).
 Files (-f) and standard input hold one expression per line; blank lines and lines starting
-with # are skipped. Exit codes: 0 success, 2 usage or parse error, 1 other failure.
+with # are skipped. Put -- before an expression that starts with '-': diff -- "-x**2".
+Exit codes: 0 success, 2 usage or parse error, 1 other failure. Docs: docs/cli.md.
 """
 
 
@@ -112,7 +113,7 @@ def cmd_codegen(args: argparse.Namespace) -> str | None:
     programs = build_programs(exprs, inputs, variables, scalar, args.hessian)
     if not (args.grad or args.hessian):
         programs = programs[:1]  # the value kernel only
-    labels = [n for n in names]
+    labels = names
     arguments = ", ".join(s.value for s in inputs)
     title = ("Value and derivatives of " if len(programs) > 1 else "Value of ") + ", ".join(
         labels) + f"({arguments})"
@@ -162,8 +163,8 @@ def _emit(args: argparse.Namespace, text: str, what: str) -> str | None:
 
 def _write_bytes(path: Path, data: bytes) -> None:
     # Same discipline as compiler.write_atomically, for binary data.
-    directory = path.parent if str(path.parent) else Path(".")
-    fd, temporary = tempfile.mkstemp(dir=directory, prefix=".tmp-")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)

@@ -2,12 +2,13 @@
 
 Text output
     One derivative prints as just its formula (``2*x + 2``). Several print one per line as
-    ``df/dx = ...``; the n-th derivative is ``d2f/dx2``, a mixed second derivative
-    ``d2f/dx dy``. ``f`` is the output's name: ``"y = W*x + b"`` names it ``y``.
+    ``df/dx = ...``; the n-th derivative is ``d^2f/dx^2``, a mixed second derivative
+    ``d^2f/dx dy``. ``f`` is the output's name: ``"y = W*x + b"`` names it ``y``.
     Numbers at a point print in Python's shortest round-trip form, with integral values
     without a fraction (``16``, ``0.5``, ``1e+300``, ``nan``, ``inf``).
 
-JSON (``--json``, or ``diff --format json``): one object, keys sorted, 2-space indent. Numbers
+JSON (``--json``, or ``diff --format json``): one object, keys sorted, 2-space indent, lists of
+numbers or names on one line. Numbers
 are JSON numbers in the same form as the text; ``nan``/``inf``/``-inf`` are the strings
 ``"nan"``, ``"inf"``, ``"-inf"`` (JSON has no such numbers). Schema version 1::
 
@@ -64,7 +65,19 @@ def number_text(value: float) -> str:
 
 
 def dump_json(data: dict[str, Any]) -> str:
-    return json.dumps(data, sort_keys=True, indent=2, allow_nan=False, ensure_ascii=False) + "\n"
+    """Sorted keys, 2-space indent, and each list of numbers or names on one line."""
+    return _pretty(data, "") + "\n"
+
+
+def _pretty(value: Any, pad: str) -> str:
+    # Recursion here follows the JSON's fixed shape (depth <= 4), never the graph.
+    inner = pad + "  "
+    if isinstance(value, dict):
+        items = [f"{inner}{json.dumps(k)}: {_pretty(value[k], inner)}" for k in sorted(value)]
+        return "{\n" + ",\n".join(items) + f"\n{pad}}}" if items else "{}"
+    if isinstance(value, list) and any(isinstance(v, (dict, list)) for v in value):
+        return "[\n" + ",\n".join(inner + _pretty(v, inner) for v in value) + f"\n{pad}]"
+    return json.dumps(value, allow_nan=False, ensure_ascii=False)
 
 
 def tidy(node: Node) -> Node:
@@ -215,7 +228,7 @@ def point_text(results: dict[str, Any]) -> str:
         for i, a in enumerate(variables):
             for j in range(i, len(variables)):
                 label = (derivative_label(name, a, 2) if i == j
-                         else f"d2{name}/d{a} d{variables[j]}")
+                         else f"d^2{name}/d{a} d{variables[j]}")
                 lines.append(f"{label} = {number_text(results['hessian'][i][j])}")
     return "\n".join(lines) + "\n"
 

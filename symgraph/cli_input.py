@@ -30,8 +30,8 @@ class Failure(RuntimeError):
 # -- reading expressions -------------------------------------------------------------------------
 
 
-def _sources(args: argparse.Namespace) -> list[str]:
-    """The expression texts: arguments, or the lines of -f FILE / standard input."""
+def _sources(args: argparse.Namespace) -> list[tuple[str, str]]:
+    """(text, where) of each expression: the arguments, or the lines of -f FILE / stdin."""
     if args.file is not None and args.exprs:
         raise UsageError("give the expression either as an argument or with -f, not both")
     if args.file is None and args.exprs != ["-"]:
@@ -40,7 +40,8 @@ def _sources(args: argparse.Namespace) -> list[str]:
                              "or as '-' to read standard input")
         if "-" in args.exprs:
             raise UsageError("'-' (standard input) cannot be mixed with other expressions")
-        return list(args.exprs)
+        return [(text, "") for text in args.exprs]
+    origin = "standard input" if args.file in (None, "-") else args.file
     if args.file in (None, "-"):
         text = sys.stdin.read()
     else:
@@ -48,9 +49,11 @@ def _sources(args: argparse.Namespace) -> list[str]:
             text = Path(args.file).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as error:
             raise UsageError(f"cannot read {args.file}: {error}") from None
-    lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    lines = [(line, f" (line {number} of {origin})")
+             for number, line in enumerate(text.splitlines(), 1)
+             if line.strip() and not line.lstrip().startswith("#")]
     if not lines:
-        raise UsageError("the input holds no expression")
+        raise UsageError(f"{origin} holds no expression")
     return lines
 
 
@@ -58,23 +61,21 @@ def read_expressions(args: argparse.Namespace, count: str = "one") -> tuple[list
     """(names, nodes); `count` is "one" or "many". Parse errors keep the parser's caret."""
     from .parser import parse  # the parser is a sibling stage; import on use
 
-    texts = _sources(args)
-    if count == "one" and len(texts) > 1:
-        raise UsageError(f"{args.command} takes one expression, got {len(texts)} "
+    sources = _sources(args)
+    if count == "one" and len(sources) > 1:
+        raise UsageError(f"{args.command} takes one expression, got {len(sources)} "
                          "(jacobian, codegen and graph take several)")
     names, nodes = [], []
-    for index, text in enumerate(texts):
+    for index, (text, where) in enumerate(sources):
         match = _NAMED.match(text)
-        name = match.group(1) if match else None
         if match:  # blank the label out, so error positions still point into the text
             text = " " * match.end() + text[match.end():]
         try:
             nodes.append(parse(text))
-        except ValueError as error:
-            raise UsageError(f"cannot read the expression: {error}") from None
-        except (TypeError, RecursionError, OverflowError) as error:
-            raise UsageError(f"cannot read the expression: {error}") from None
-        names.append(name or ("f" if len(texts) == 1 else f"f{index}"))
+        except (ValueError, TypeError, RecursionError, OverflowError) as error:
+            raise UsageError(f"cannot read the expression{where}: {error}") from None
+        default = "f" if len(sources) == 1 else f"f{index}"
+        names.append(match.group(1) if match else default)
     if len(set(names)) != len(names):
         raise UsageError(f"two expressions have the same name: {', '.join(names)}")
     return names, nodes

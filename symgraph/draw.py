@@ -57,10 +57,10 @@ class Scene:
 
 
 def derivative_label(name: str, variable: str, order: int = 1) -> str:
-    """``df/dx``, ``d2f/dx2``: the one spelling of derivative names in pictures and the CLI."""
+    """``df/dx``, ``d^2f/dx^2``: the one spelling of derivative names in pictures and the CLI."""
     if order == 1:
         return f"d{name}/d{variable}"
-    return f"d{order}{name}/d{variable}{order}"
+    return f"d^{order}{name}/d{variable}^{order}"
 
 
 def scene(exprs: Node | Sequence[Node], names: Sequence[str] | None = None, *,
