@@ -128,7 +128,10 @@ def cmd_graph(args: argparse.Namespace) -> str | None:
     variables = [symbol(v) for v in variables_of(args, exprs)] if args.grad else None
     picture = draw.scene(exprs, names, grad=args.grad, wrt=variables)
     if args.format == "ascii":
-        return _emit(args, draw.to_ascii(picture), "an ASCII diagram")
+        try:
+            return _emit(args, draw.to_ascii(picture), "an ASCII diagram")
+        except draw.DiagramTooLarge as error:
+            raise Failure(str(error)) from None
     dot_text = draw.to_dot(picture)
     if args.format == "dot":
         return _emit(args, dot_text, "Graphviz DOT text")

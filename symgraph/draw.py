@@ -35,6 +35,7 @@ TITLES = {"add": "Add", "mul": "Multiply", "neg": "Negate", "div": "Divide", "po
 LABEL_MAX_NODES = 7  # an operation's label shows its formula when the tree is this small...
 LABEL_MAX_CHARS = 24  # ...and the formula this short
 MIN_DASHES = 3
+ASCII_MAX_CHARS = 8_000_000  # an upper bound on the diagram's size, checked before drawing
 SVG_MAX_NODES = 400  # notebooks get no SVG for bigger graphs: Graphviz layout gets slow
 DOT_TIMEOUT_SECONDS = 60
 INSTALL_HINT = (
@@ -46,6 +47,10 @@ INSTALL_HINT = (
 
 class GraphvizError(RuntimeError):
     """`dot` is missing or failed; the message says what to do."""
+
+
+class DiagramTooLarge(ValueError):
+    """The ASCII layout of a deeply nested graph would be unreasonably large."""
 
 
 @dataclass(frozen=True)
@@ -146,6 +151,7 @@ def to_ascii(picture: Scene | Node | Sequence[Node]) -> str:
         uses[id(root)] = uses.get(id(root), 0) + 1
     names: dict[int, str] = {}
     lines: list[str] = []
+    budget = ASCII_MAX_CHARS
     for output_label, root in picture.outputs:
         rows: list[_Row] = []
         # Post-order walk. A frame is [node, next argument, its arguments' rows, the rightmost
@@ -180,6 +186,13 @@ def to_ascii(picture: Scene | Node | Sequence[Node]) -> str:
                 stack[-1][2].append(len(rows) - 1)
                 stack[-1][3] = max(stack[-1][3], block_end)
         rows[-1].suffix = f" --> Output ({output_label})"
+        # Deep nesting makes this layout quadratic (each level moves the joins right): bound
+        # the size before drawing, and point at DOT, which stays linear.
+        budget -= len(rows) * (max((r.join or 0) for r in rows) + 2) + len(rows[-1].suffix)
+        if budget < 0:
+            raise DiagramTooLarge(
+                f"the ASCII diagram would be over {ASCII_MAX_CHARS // 1_000_000} MB: the graph "
+                "nests too deeply to draw as text; use --format dot or svg (to_dot, to_svg)")
         lines += ([""] if lines else []) + _layout(rows)
     if names or picture.derivative:
         lines += ["", "Legend:"]

@@ -255,6 +255,19 @@ def test_deep_graphs_draw_without_recursion():
     assert draw.to_ascii(chain).count("Output (f)") == 1
 
 
+def test_too_deep_for_ascii_says_to_use_dot(tmp_path, capsys):
+    expr = tmp_path / "deep.txt"
+    expr.write_text("sin(" * 3000 + "x" + ")" * 3000)
+    code, out, err = run_main(capsys, "graph", "-f", str(expr), "--grad")
+    assert code == 1 and out == "" and "--format dot" in err
+    code, out, _ = run_main(capsys, "graph", "-f", str(expr), "--grad", "--format", "dot")
+    assert code == 0 and out.count("->") > 6000
+    code, out, err = run_main(capsys, "diff", "-f", str(expr))
+    assert code == 1 and "--cse" in err  # the tree form is far too long; the shared one is not
+    code, out, _ = run_main(capsys, "diff", "-f", str(expr), "--cse")
+    assert code == 0 and out.splitlines()[-1].startswith("df/dx = ")
+
+
 def test_help_of_every_subcommand_has_examples(capsys):
     for command in ["diff", "grad", "hessian", "jacobian", "codegen", "graph"]:
         code, out, _ = run_main(capsys, command, "--help")
