@@ -245,7 +245,8 @@ def to_dot(picture: Scene | Node | Sequence[Node]) -> str:
              '  node [fontname="Helvetica", fontsize=11];',
              '  edge [fontname="Helvetica", fontsize=9, color="#555555"];']
     if picture.derivative:
-        lines.append('  label="orange boxes: derivative nodes"; labelloc=b; fontsize=10;')
+        lines.append('  label="orange boxes: derivative nodes"; labelloc=b; fontsize=10; '
+                     'fontname="Helvetica";')
     for node in order:
         if node.op == "symbol":
             style = 'shape=ellipse, style=filled, fillcolor="#dbe9f6"'
