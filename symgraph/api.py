@@ -132,6 +132,8 @@ class CompiledFunction:
                                         _describe(self.outputs, labels), names, __version__)
         self.module, self.path = load_source(self.source, cache_dir)
         self._n, self._m, self._k = len(self.args), len(self.outputs), len(self.wrt)
+        self._rows = {p.name: getattr(self.module, p.name + "_row") for p in self.programs}
+        self._batches = {p.name: getattr(self.module, p.name + "_batch") for p in self.programs}
         self._hessian_function: CompiledFunction | None = None
 
     # -- points -----------------------------------------------------------------------------
@@ -153,13 +155,17 @@ class CompiledFunction:
         return array
 
     def _run(self, kernel: str, size: int, values: tuple, named: dict) -> np.ndarray:
+        if not named and len(values) == self._n and all(type(v) is float for v in values):
+            out = np.empty(size)  # fast path: floats go to the kernel as a tuple, no array
+            self._rows[kernel](values, out)
+            return out
         x = self._point(values, named)
         if x.ndim == 1:
             out = np.empty(size)
-            getattr(self.module, kernel + "_row")(x, out)
+            self._rows[kernel](x, out)
         else:
             out = np.empty((x.shape[0], size))
-            getattr(self.module, kernel + "_batch")(x, out)
+            self._batches[kernel](x, out)
         return out
 
     # -- evaluation ---------------------------------------------------------------------------
