@@ -59,14 +59,16 @@ def _unique_base(name: str | None, shape: tuple[int, ...]) -> str:
 class Tensor:
     """An eager value (float64 ndarray), and its recorded graph if it requires grad."""
 
-    __slots__ = ("_value", "_graph", "_leaves", "requires_grad", "_grad", "name", "__weakref__")
+    __slots__ = ("_value", "_graph", "_leaves", "_version", "requires_grad", "_grad", "name",
+                 "__weakref__")
     __array_ufunc__ = None  # ndarray <op> Tensor defers to Tensor's reflected operators
 
     def __init__(self, value: np.ndarray, graph: sym.Tensor | None = None,
-                 leaves: tuple[Tensor, ...] = (), name: str | None = None) -> None:
+                 leaves: tuple[tuple[Tensor, int], ...] = (), name: str | None = None) -> None:
         self._value = value
         self._graph = graph
-        self._leaves = leaves
+        self._leaves = leaves  # (leaf, the leaf's version when it was used) for each leaf
+        self._version = 0  # bumped when a leaf's values change in place
         self.requires_grad = graph is not None
         self._grad: Tensor | None = None
         self.name = name
@@ -81,7 +83,7 @@ class Tensor:
             self._graph.name = self.name or base
             for n in sym.element_names(base, self.shape):
                 _leaf_names[n] = self
-            self._leaves = (self,)
+            self._leaves = ((self, 0),)
         elif not requires_grad:
             self._graph, self._leaves = None, ()
         self.requires_grad = requires_grad
@@ -91,7 +93,7 @@ class Tensor:
     shape = property(lambda self: self._value.shape)
     ndim = property(lambda self: self._value.ndim)
     size = property(lambda self: self._value.size)
-    is_leaf = property(lambda self: self._graph is None or self._leaves == (self,))
+    is_leaf = property(lambda self: self._graph is None or self._leaves[0][0] is self)
     graph = property(lambda self: self._graph, doc="The recorded graph (a symbolic tensor).")
 
     def dim(self) -> int: return self.ndim
@@ -106,7 +108,8 @@ class Tensor:
         # While freezing, a value that Python looks at decides the trace: remember it.
         guards = _state["trace"]
         if guards is not None and self._graph is not None:
-            guards.append((kind, self._graph.flat_nodes(), observed, self._leaves))
+            guards.append((kind, self._graph.flat_nodes(), observed,
+                           [leaf for leaf, _ in self._leaves]))
 
     def item(self) -> float:
         if self.size != 1:
@@ -121,6 +124,10 @@ class Tensor:
 
     def tolist(self) -> Any:
         return self.numpy().tolist()
+
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        values = self.numpy()  # np.asarray(t) reads values like numpy(): guarded when tracing
+        return values if dtype is None else values.astype(dtype)
 
     def __bool__(self) -> bool:
         if self.size != 1:
@@ -180,10 +187,15 @@ class Tensor:
             if seed.shape != self.shape:
                 raise ShapeError(f"the gradient seed has shape {seed.shape}, but the tensor "
                                  f"has shape {self.shape}")
-        leaves = [leaf for leaf in self._leaves if leaf.requires_grad]
+        stale = [leaf.name or "a leaf" for leaf, seen in self._leaves
+                 if leaf._version != seen and leaf is not self]
+        if stale:
+            raise RuntimeError(f"{', '.join(stale)} changed in place after this result was "
+                               "computed from it; compute the result again, then backward()")
+        leaves = [leaf for leaf, _ in self._leaves if leaf.requires_grad]
         wrt = [n for leaf in leaves for n in leaf._graph.flat_nodes()]
         derivatives = vjp(self._graph.flat_nodes(), seed.ravel().tolist(), wrt)
-        env = {n: v for leaf in self._leaves
+        env = {n: v for leaf, _ in self._leaves
                for n, v in zip(leaf._graph.flat_nodes(), leaf._value.ravel())}
         values = np.array(evaluate(derivatives, env), dtype=np.float64) if wrt else []
         start = 0
@@ -193,7 +205,9 @@ class Tensor:
             leaf._grad = Tensor(g if leaf._grad is None else leaf._grad._value + g)
 
     def detach(self) -> Tensor:
-        """The same values (shared, like PyTorch), outside the graph."""
+        """The same values (shared, like PyTorch), outside the graph. While freezing, the
+        values become constants of the trace, so they are guarded like `item()`."""
+        self._guard("value", self._value.ravel().tolist())
         return Tensor(self._value, name=self.name)
 
     def _set_data(self, value: Any) -> None:
@@ -202,6 +216,7 @@ class Tensor:
             raise ShapeError(f"cannot set data of shape {new.shape} on a tensor of shape "
                              f"{self.shape}")
         self._value = new if new is self._value else new.copy()
+        self._version += 1
 
     data = property(detach, _set_data,
                     doc="``detach()``: ``W.data -= lr * W.grad`` updates W in place.")
@@ -266,31 +281,37 @@ class Tensor:
         return _op(lambda v: v[index], lambda g: g[index], self)
 
     # -- in place (parameter updates under no_grad) ---------------------------------------------
-    def _inplace(self, ufunc, other) -> Tensor:
-        if _state["trace"] is not None and self._graph is not None:
-            raise RuntimeError("a traced tensor cannot be changed in place inside freeze")
-        if self._graph is not None and (_state["grad"] or not self.is_leaf):
-            raise RuntimeError("a tensor that requires grad can be changed in place only if it "
-                               "is a leaf, inside `with no_grad():`")
-        try:
-            ufunc(self._value, _data(other), out=self._value)
-        except ValueError:
+    def _inplace(self, operator: Callable[[Tensor, Any], Tensor], other: Any) -> Tensor:
+        """``self op= other``: the values change in place (shared with `detach` views)."""
+        recording = _state["grad"] or _state["trace"] is not None
+        if self._graph is not None and self.is_leaf and recording:
+            raise RuntimeError("a leaf that requires grad can be changed in place only inside "
+                               "`with no_grad():` (and not in a function being frozen)")
+        if self._graph is not None and not self.is_leaf and not recording:
+            raise RuntimeError("a recorded result cannot be changed in place inside no_grad(); "
+                               "detach() it first")
+        result = operator(self, other)  # recorded like `self = self op other`
+        if result.shape != self.shape:
             raise ShapeError(f"cannot update a tensor of shape {self.shape} in place with one "
-                             f"of shape {_data(other).shape}") from None
+                             f"of shape {_data(other).shape}")
+        self._value[...] = result._value
+        self._version += 1
+        if result._graph is not None:  # a recorded operand: this tensor joins the graph
+            self._graph, self._leaves, self.requires_grad = result._graph, result._leaves, True
         return self
 
-    def __iadd__(self, other): return self._inplace(np.add, other)
-    def __isub__(self, other): return self._inplace(np.subtract, other)
-    def __imul__(self, other): return self._inplace(np.multiply, other)
-    def __itruediv__(self, other): return self._inplace(np.divide, other)
+    def __iadd__(self, other): return self._inplace(Tensor.__add__, other)
+    def __isub__(self, other): return self._inplace(Tensor.__sub__, other)
+    def __imul__(self, other): return self._inplace(Tensor.__mul__, other)
+    def __itruediv__(self, other): return self._inplace(Tensor.__truediv__, other)
 
     def zero_(self) -> Tensor:
-        return self._inplace(np.multiply, 0.0)
+        return self._inplace(lambda t, _: Tensor(np.zeros(t.shape)), None)  # nan * 0 is nan
 
 
 def tensor(data: Any, requires_grad: bool = False, name: str | None = None) -> Tensor:
     """A new leaf holding a float64 copy of `data`; `name` labels it in diagrams."""
-    t = Tensor(_data(data).copy(), name=name)
+    t = Tensor(_data(data.detach() if isinstance(data, Tensor) else data).copy(), name=name)
     return t.requires_grad_() if requires_grad else t
 
 
@@ -311,7 +332,8 @@ def _op(numeric: Callable[..., Any], build: Callable[..., sym.Tensor], *operands
     tensors = [_as(o) for o in operands]
     with np.errstate(all="ignore"):
         try:
-            value = np.asarray(numeric(*[t._value for t in tensors]), dtype=np.float64)
+            # a copy, never a view: in-place updates must not reach other tensors' values
+            value = np.array(numeric(*[t._value for t in tensors]), dtype=np.float64)
         except ValueError as error:
             raise ShapeError(f"shapes {', '.join(str(t.shape) for t in tensors)}: "
                              f"{error}") from None
@@ -320,10 +342,11 @@ def _op(numeric: Callable[..., Any], build: Callable[..., sym.Tensor], *operands
         return Tensor(value)
     graphs = [t._graph if t._graph is not None else sym.constant(t._value, t.name)
               for t in tensors]
-    leaves: dict[int, Tensor] = {}
+    leaves: dict[int, tuple[Tensor, int]] = {}
     for t in tensors:
-        for leaf in t._leaves:
-            leaves.setdefault(id(leaf), leaf)
+        pairs = ((t, t._version),) if t._graph is not None and t.is_leaf else t._leaves
+        for leaf, seen in pairs:  # the oldest version seen, so staleness is never hidden
+            leaves[id(leaf)] = (leaf, min(seen, leaves.get(id(leaf), (leaf, seen))[1]))
     return Tensor(value, build(*graphs), tuple(leaves.values()))
 
 

@@ -62,7 +62,7 @@ class _Trace:
         guard_nodes = [n for _, nodes, _, _ in guards for n in nodes]
         mine = {id(t) for t in inputs}
         captured: dict[int, dynamic.Tensor] = {}
-        for leaves in [out._leaves] + [g[3] for g in guards]:
+        for leaves in [[leaf for leaf, _ in out._leaves]] + [g[3] for g in guards]:
             for leaf in leaves:
                 if id(leaf) not in mine:
                     captured.setdefault(id(leaf), leaf)

@@ -9,29 +9,25 @@
 
 The graph is tensors of scalar nodes (`symgraph.tensor`); nothing runs while it is built.
 `minimize` builds the update of every variable from `differentiate.grad` as nodes, and
-`Session.run` compiles each distinct fetch list ONCE into one kernel over
-``[state..., fed placeholders...]`` whose outputs are ``[fetched values..., new state...]``:
-forward, gradient and update fused in a single call. All fetched values see the state from
-before the update (the loss TF prints is the loss before the step).
+`Session.run` (in `symgraph.session`, also reachable here as ``static.Session``) compiles
+each distinct fetch list once into one kernel: forward, gradient and update fused in a single
+call.
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
 from . import tensor
-from .api import CompiledFunction
-from .api import compile as compile_kernel
 from .differentiate import grad, vjp
-from .graph import Node, free_symbols
+from .graph import Node
 from .tensor import FUNCTIONS, Tensor, as_tensor, stack_nodes, symbolic
 
-__all__ = ["Graph", "Placeholder", "Variable", "Session", "TrainOp", "placeholder",
+__all__ = ["Graph", "Placeholder", "Variable", "TrainOp", "placeholder",
            "get_default_graph", "reset_default_graph", "gradients", "global_variables_initializer",
            "GradientDescentOptimizer", "MomentumOptimizer", "AdamOptimizer", "add", "multiply",
            "square", "matmul", "reduce_mean", "reduce_sum"]
@@ -82,6 +78,10 @@ class Graph:
         return name
 
     def _register(self, t: Tensor) -> None:
+        clash = next((n.value for n in t.nodes.flat if n in self.owner), None)
+        if clash is not None:  # e.g. a scalar named "W[0]" next to an array named "W"
+            raise GraphError(f"the element name {clash!r} of {t.name!r} is already used in "
+                             "this graph")
         (self.variables if isinstance(t, Variable) else self.placeholders).append(t)
         for node in t.nodes.flat:
             self.owner[node] = t
@@ -151,9 +151,14 @@ def _named(t: Tensor, name: str | None) -> Tensor:
     return t
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
+    """Every op of the table, elementwise (``static.tanh(x)``), and `Session`."""
     if name in FUNCTIONS:
         return FUNCTIONS[name]
+    if name == "Session":
+        from .session import Session  # the compiler is loaded when a graph is first run
+
+        return Session
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -283,129 +288,3 @@ class Initializer:
 
 def global_variables_initializer() -> Initializer:
     return Initializer()
-
-
-# -- running --------------------------------------------------------------------------------------
-
-
-class _Plan:
-    """One compiled kernel for one fetch list, and where each value goes in and comes out."""
-
-    def __init__(self, fetches: list, graph: Graph, backend: str, cache_dir) -> None:
-        self.fetches = fetches  # keeps the fetched objects alive while their ids are the key
-        outputs: list[Node] = []
-        self.slices: list[tuple[int, int, tuple[int, ...]] | None] = []
-        self.writes: list[tuple[Variable, int, int]] = []
-        for f in fetches:
-            if isinstance(f, Tensor):
-                self.slices.append((len(outputs), len(outputs) + f.size, f.shape))
-                outputs.extend(f.nodes.flat)
-            else:
-                self.slices.append(None)
-        for op in (f for f in fetches if isinstance(f, TrainOp)):
-            for v, new in op.updates:
-                if any(v is w for w, _, _ in self.writes):
-                    raise GraphError(f"variable {v.name!r} is updated twice in one run")
-                self.writes.append((v, len(outputs), len(outputs) + v.size))
-                outputs.extend(new.nodes.flat)
-        owners: dict[int, Tensor] = {}
-        for s in free_symbols(outputs):
-            owner = graph.owner.get(s)
-            if owner is None:
-                raise GraphError(f"the fetches depend on {s.value!r}, which is neither a "
-                                 "placeholder nor a variable of the session's graph")
-            owners.setdefault(id(owner), owner)
-        self.state = [v for v in graph.variables if id(v) in owners or
-                      any(v is w for w, _, _ in self.writes)]
-        self.feeds = [p for p in graph.placeholders if id(p) in owners]
-        args = [n for t in self.state + self.feeds for n in t.nodes.flat]
-        self.kernel: CompiledFunction = compile_kernel(outputs, args, wrt=[], backend=backend,
-                                                       cache_dir=cache_dir)
-
-
-class Session:
-    """Holds the variables' values; `run` evaluates fetches with one kernel call each time."""
-
-    def __init__(self, graph: Graph | None = None, backend: str = "numba",
-                 cache_dir: str | os.PathLike | None = None) -> None:
-        self.graph = graph or get_default_graph()
-        self.backend, self.cache_dir = backend, cache_dir
-        self.values: dict[int, np.ndarray] = {}
-        self._plans: dict[tuple[int, ...], _Plan] = {}
-        self.kernel_calls = 0
-
-    def __enter__(self) -> Session:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def close(self) -> None:
-        self._plans.clear()
-
-    @property
-    def compiled_kernels(self) -> int:
-        """How many kernels this session compiled: one per distinct fetch list."""
-        return len(self._plans)
-
-    def value(self, v: Variable) -> np.ndarray:
-        """The current value of a variable (its initial value until a step changes it)."""
-        return self.values.get(id(v), v.initial).copy()
-
-    def run(self, fetches: Any, feed_dict: dict | None = None) -> Any:
-        """Values of `fetches`: one fetch, or a list of them (a list inside too, as from
-        `gradients`). Tensors give arrays (a 0-d float64 for a scalar); a TrainOp takes its
-        step and gives None; an initializer resets the variables."""
-        single = not isinstance(fetches, (list, tuple))
-        items = [fetches] if single else list(fetches)
-        flat, layout = [], []
-        for item in items:
-            group = list(item) if isinstance(item, (list, tuple)) else [item]
-            layout.append(len(group) if isinstance(item, (list, tuple)) else None)
-            flat.extend(group)
-        for f in flat:
-            if not isinstance(f, (Tensor, TrainOp, Initializer)):
-                raise GraphError(f"cannot fetch {f!r}: fetch tensors, train ops or an "
-                                 "initializer (one level of lists at most)")
-        if any(isinstance(f, Initializer) for f in flat):
-            self.values.clear()
-        values = self._execute([f for f in flat if not isinstance(f, Initializer)],
-                               feed_dict or {})
-        results = [None if isinstance(f, Initializer) else values.pop(0) for f in flat]
-        out = []
-        for size in layout:
-            out.append(results.pop(0) if size is None else [results.pop(0) for _ in range(size)])
-        return out[0] if single else out
-
-    def _check_feed(self, feed_dict: dict) -> dict[int, np.ndarray]:
-        by_name = {p.name: p for p in self.graph.placeholders}
-        fed: dict[int, np.ndarray] = {}
-        for key, value in feed_dict.items():
-            p = by_name.get(key) if isinstance(key, str) else key
-            if not isinstance(p, Placeholder) or by_name.get(p.name) is not p:
-                raise GraphError(f"feed_dict key {key!r} is not a placeholder of this graph")
-            array = np.asarray(value, dtype=np.float64)
-            if array.shape != p.shape:
-                raise GraphError(f"shape mismatch: placeholder {p.name!r} has shape {p.shape}, "
-                                 f"fed a value of shape {array.shape}")
-            fed[id(p)] = array
-        return fed
-
-    def _execute(self, fetches: list, feed_dict: dict) -> list:
-        fed = self._check_feed(feed_dict)
-        if not fetches:
-            return []
-        key = tuple(id(f) for f in fetches)
-        plan = self._plans.get(key)
-        if plan is None:
-            plan = self._plans[key] = _Plan(fetches, self.graph, self.backend, self.cache_dir)
-        missing = [p.name for p in plan.feeds if id(p) not in fed]
-        if missing:
-            raise GraphError(f"placeholder(s) {missing} need a value: add them to feed_dict")
-        point = np.concatenate([np.ravel(self.values.get(id(v), v.initial)) for v in plan.state]
-                               + [fed[id(p)].ravel() for p in plan.feeds] + [np.empty(0)])
-        out = plan.kernel(point)  # the one kernel call: fetches and new state together
-        self.kernel_calls += 1
-        for v, start, stop in plan.writes:
-            self.values[id(v)] = out[start:stop].reshape(v.shape)
-        return [None if s is None else out[s[0]:s[1]].reshape(s[2])[()] for s in plan.slices]

@@ -198,7 +198,8 @@ def test_fused_step_equals_gradient_then_update(optimizer, manual):
                 rate = 0.05 * math.sqrt(1 - 0.999**step) / (1 - 0.9**step)
                 params[k] = params[k] - rate * state[0][k] / (np.sqrt(state[1][k]) + 1e-8)
         # the separate session's variables follow the manual update
-        separate.values[id(W)], separate.values[id(B)] = params[0], params[1]
+        separate.assign(W, params[0])
+        separate.assign(B, params[1])
         _close(fused.value(W), params[0])
         _close(fused.value(B), params[1])
     assert fused.compiled_kernels == 1  # built once, compiled once, run five times

@@ -58,6 +58,8 @@ def test_graph_misuse_messages(model):
     with graph.as_default():
         with pytest.raises(st.GraphError, match="'x' is already used"):
             st.placeholder("x")
+        with pytest.raises(st.GraphError, match="element name 'W\\[0\\]' of 'W\\[0\\]'"):
+            st.Variable(1.0, name="W[0]")
         with pytest.raises(st.GraphError, match="needs a scalar loss"):
             st.GradientDescentOptimizer(0.1).minimize(W * x)
     q = st.placeholder("q", (2,), graph=st.Graph())
@@ -96,21 +98,29 @@ def test_reading_grad_before_backward_raises():
         dyn.tensor(1.0).grad  # noqa: B018
     with pytest.raises(RuntimeError, match="does not require grad"):
         dyn.tensor(1.0).backward()
+    W.grad.zero_()
+    assert W.grad.item() == 0.0
     dyn.SGD([W], lr=0.1).zero_grad()
     with pytest.raises(RuntimeError, match="not available before backward"):
         W.grad  # noqa: B018
 
 
 def test_in_place_changes_of_recorded_tensors_are_refused_outside_no_grad():
-    W = dyn.tensor([2.0], requires_grad=True)
-    with pytest.raises(RuntimeError, match=r"inside `with no_grad\(\):`"):
+    W = dyn.tensor([2.0], requires_grad=True, name="W")
+    with pytest.raises(RuntimeError, match=r"only inside `with no_grad\(\):`"):
         W -= 1.0
     y = W * 2.0
     with dyn.no_grad():
         W -= 1.0
-        with pytest.raises(RuntimeError, match="only if it is a leaf"):
+        with pytest.raises(RuntimeError, match="cannot be changed in place inside no_grad"):
             y += 1.0
     assert W.item() == 1.0
+    with pytest.raises(RuntimeError, match="W changed in place after this result"):
+        y.backward()  # y was computed from W = 2
+    y = W * 2.0
+    y += W * W  # recording: a functional update, y = y + W * W
+    y.backward()
+    assert (y.item(), W.grad.item()) == (3.0, 4.0)
     W.data -= 0.5  # PyTorch's idiom: .data shares the values
     assert W.item() == 0.5
 
