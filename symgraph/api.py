@@ -13,15 +13,16 @@ a 2-D array with one row per point.
 from __future__ import annotations
 
 import os
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from . import naming
+from .compiler import load_source
 from .differentiate import hessian, jacobian
 from .emit_numba import emit_numba
 from .emit_python import emit_python
-from .compiler import load_source
 from .graph import Node, _as_node, free_symbols, symbol
 from .parser import parse
 from .printer import to_latex, to_text

@@ -8,7 +8,7 @@ so an op's derivative rule is written once. Structurally zero derivatives are ne
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from .graph import Node, _as_node, combine, const, free_symbols, topological_order
 from .ops import OPS

@@ -7,7 +7,7 @@ beside the generated file, so another process reuses it without compiling.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from .emit_common import INDENT, module_header, output_lines, step_lines
 from .schedule import Program

@@ -7,7 +7,7 @@ the NumPy kernel: the numbers always follow NumPy, and the kernel never raises.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from .emit_common import INDENT, module_header, needed_preludes, output_lines, step_lines
 from .schedule import Program

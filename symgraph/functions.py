@@ -6,7 +6,7 @@ structural equality because nodes are interned.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from .graph import Node, apply
 from .ops import OPS

@@ -5,7 +5,8 @@ subexpression elimination is free. Commutative arguments are kept in a canonical
 from a stable structural digest (never `hash()` or `id()`), so structure, printing and generated
 code are identical in every process.
 
-Construction applies only light rules that keep IEEE meaning: constants fold (with NumPy
+Construction applies only light rules that keep IEEE meaning (up to the sign of a zero:
+``x + 0`` is ``x`` even for ``x = -0.0``): constants fold (with NumPy
 semantics, so ``1/0`` folds to ``inf``), ``x+0``, ``x*1``, ``x**1``, ``x**0``, ``--x``, n-ary
 ``add``/``mul`` flatten, and like terms collect (``x + x`` is ``2*x``). ``x*0`` and ``x-x`` are
 kept: they are ``nan`` when ``x`` is infinite.
@@ -16,13 +17,13 @@ from __future__ import annotations
 import hashlib
 import math
 import weakref
-from typing import Iterable, Mapping, Sequence, Union
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
 from .ops import OPS
 
-Number = Union[int, float]
+Number = int | float
 
 
 class Node:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import builtins
 import keyword
 import re
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 # Names the emitted modules use themselves.
 RESERVED = frozenset({"math", "np", "numpy", "numba", "njit", "prange", "float"}) | frozenset(
@@ -64,3 +64,8 @@ def comment_text(text: str, limit: int = 200) -> str:
     """User text made safe for a `#` comment: one line, printable, bounded."""
     clean = "".join(c if c.isprintable() else "?" for c in text)
     return clean if len(clean) <= limit else clean[: limit - 3] + "..."
+
+
+def docstring_text(text: str, limit: int = 200) -> str:
+    """User text made safe inside a triple-quoted string: quotes and backslashes escaped."""
+    return comment_text(text, limit).replace("\\", "\\\\").replace('"', '\\"')

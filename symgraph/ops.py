@@ -25,10 +25,12 @@ symgraph module: it is the root of the pipeline.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
+
 
 @dataclass(frozen=True)
 class OpSpec:
@@ -68,7 +70,7 @@ def _op(name, arity, evaluate, partials, py, np_, nb=None, latex=None, sympy=Non
     OPS[name] = OpSpec(
         name=name, arity=arity, evaluate=evaluate, partials=partials, py=py, np=np_,
         nb=py if nb is None else nb,
-        latex=latex if latex is not None else r"\operatorname{{%s}}\left({0}\right)" % name,
+        latex=latex if latex is not None else r"\operatorname{{" + name + r"}}\left({0}\right)",
         sympy=sympy if sympy is not None else (lambda sp, *a, _n=name: getattr(sp, _n)(*a)),
         domain=domain or (DEFAULT_DOMAIN,) * max(arity, 2 if arity < 0 else arity),
         **extra,
@@ -80,7 +82,7 @@ def _func(name, evaluate, partial, py=None, np_=None, nb=None, latex=None, sympy
     """A one-argument function; `partial(x, out)` is its derivative as a node."""
     _op(name, 1, evaluate, lambda a, out: (partial(a[0], out),),
         py or f"math.{name}({{0}})", np_ or f"np.{name}({{0}})", nb, latex or
-        r"\%s\left({0}\right)" % name, sympy, domain and (domain,), **extra)
+        "\\" + name + r"\left({0}\right)", sympy, domain and (domain,), **extra)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -208,11 +210,11 @@ _func("sin", np.sin, lambda x, out: x.call("cos"))
 _func("cos", np.cos, lambda x, out: -x.call("sin"))
 _func("tan", np.tan, lambda x, out: 1.0 + out * out, domain=(-1.2, 1.2))
 _func("asin", np.arcsin, lambda x, out: 1.0 / (1.0 - x * x).call("sqrt"), np_="np.arcsin({0})",
-      latex=r"\arcsin{\left({0}\right)}", domain=(-0.9, 0.9))
+      latex=r"\arcsin\left({0}\right)", domain=(-0.9, 0.9))
 _func("acos", np.arccos, lambda x, out: -1.0 / (1.0 - x * x).call("sqrt"), np_="np.arccos({0})",
-      latex=r"\arccos{\left({0}\right)}", domain=(-0.9, 0.9))
+      latex=r"\arccos\left({0}\right)", domain=(-0.9, 0.9))
 _func("atan", np.arctan, lambda x, out: 1.0 / (1.0 + x * x), np_="np.arctan({0})",
-      latex=r"\arctan{\left({0}\right)}")
+      latex=r"\arctan\left({0}\right)")
 _func("sinh", np.sinh, lambda x, out: x.call("cosh"))
 _func("cosh", np.cosh, lambda x, out: x.call("sinh"))
 _func("tanh", np.tanh, lambda x, out: 1.0 - out * out)

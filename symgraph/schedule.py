@@ -10,8 +10,8 @@ are identical in every process. Wide sums and products are split into chained st
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from .graph import Node, topological_order
 from .printer import to_text
@@ -62,6 +62,16 @@ def _small_tree_sizes(order: list[Node]) -> dict[int, int]:
     return sizes
 
 
+def _negations_feeding_only_sums(order: list[Node], claimed: dict[int, str]) -> set[int]:
+    """Negations whose every use is a sum: they print as subtraction, with no step of their own."""
+    only_sums: dict[int, bool] = {}
+    for node in order:
+        for arg in node.args:
+            if arg.op == "neg":
+                only_sums[id(arg)] = only_sums.get(id(arg), True) and node.op == "add"
+    return {key for key, ok in only_sums.items() if ok and key not in claimed}
+
+
 def schedule(name: str, outputs: Sequence[tuple[str, Node]], inputs: Sequence[Node],
              input_names: Sequence[str], comments: bool = True) -> Program:
     """Flatten the DAG under `outputs` into a Program over the given input symbols."""
@@ -74,6 +84,7 @@ def schedule(name: str, outputs: Sequence[tuple[str, Node]], inputs: Sequence[No
             claimed[id(node)] = label
     order = topological_order([node for _, node in outputs])
     sizes = _small_tree_sizes(order) if comments else {}
+    inlined = _negations_feeding_only_sums(order, claimed)
     steps: list[Step] = []
     counter = 0
 
@@ -92,6 +103,9 @@ def schedule(name: str, outputs: Sequence[tuple[str, Node]], inputs: Sequence[No
                                  "one of the arguments")
             continue
         args = [operand[id(a)] for a in node.args]
+        if id(node) in inlined:
+            operand[id(node)] = "-" + args[0]  # the sum's template writes `a - b`
+            continue
         # Split wide sums/products left to right: the same rounding as one long expression.
         while len(args) > MAX_WIDTH:
             partial = temporary()
