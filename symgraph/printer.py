@@ -228,26 +228,14 @@ def _latex_name(name: str) -> str:
     return _latex_word(name)
 
 
-def _split_template(spec) -> list | None:
-    """The op's LaTeX template as literal strings and operand indices, None if it is broken."""
-    count = max(spec.arity, 2)
-    try:
-        filled = spec.latex.format(*[f"\0{i}\0" for i in range(count)])
-    except (IndexError, KeyError, ValueError):
-        return None
+def _split_template(spec) -> list:
+    """The op's LaTeX template as literal strings and operand indices (op-table tests check
+    that every template formats)."""
+    filled = spec.latex.format(*[f"\0{i}\0" for i in range(max(spec.arity, 2))])
     return [int(p) if i % 2 else p for i, p in enumerate(filled.split("\0"))]
 
 
-_TEMPLATES: dict[str, list] = {}
-BROKEN_LATEX: list[str] = []  # ops whose template does not format (printed via a fallback)
-for _name, _spec in OPS.items():
-    _parts = _split_template(_spec)
-    if _parts is None:
-        BROKEN_LATEX.append(_name)
-        _args = ", ".join(f"\0{i}\0" for i in range(_spec.arity))
-        _parts = [int(p) if i % 2 else p for i, p in
-                  enumerate(rf"\operatorname{{{_name}}}\left({_args}\right)".split("\0"))]
-    _TEMPLATES[_name] = _parts
+_TEMPLATES: dict[str, list] = {name: _split_template(spec) for name, spec in OPS.items()}
 
 
 class _Latex(_Style):
