@@ -133,7 +133,8 @@ def _pow_template(general: str) -> Callable[[list[str]], str]:
     def render(ops: list[str]) -> str:
         base, k = ops[0], _int_exponent(ops[1])
         if k is None or k == 0:
-            return general.format(base, ops[1])
+            # A negative literal base needs parentheses: `-2.0 ** y` is -(2.0 ** y).
+            return general.format(f"({base})" if base.startswith("-") else base, ops[1])
         product = " * ".join([base] * abs(k))
         return product if k > 0 else f"1.0 / ({product})" if abs(k) > 1 else f"1.0 / {base}"
 
@@ -179,7 +180,8 @@ for _name, _sym, _ufunc, _latex, _rel in [
 
 
 def _where_sympy(sp, c, a, b):
-    condition = c if isinstance(c, sp.core.relational.Relational) else sp.Ne(c, 0)
+    decided = isinstance(c, sp.logic.boolalg.BooleanAtom)  # SymPy already settled it
+    condition = c if decided or isinstance(c, sp.core.relational.Relational) else sp.Ne(c, 0)
     return sp.Piecewise((a, condition), (b, True))
 
 
