@@ -362,7 +362,7 @@ def __getattr__(name: str) -> Any:
     if name in OPS:
         return lambda *operands: _elementwise(name, *operands)
     if name in ("freeze", "Frozen", "FreezeError"):
-        from . import freeze  # the compiler is loaded only when a function is frozen
+        from . import freeze  # freeze.py builds on this module: import on use
 
         return getattr(freeze, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

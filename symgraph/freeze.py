@@ -6,7 +6,7 @@
     ...     while y < 10.0:          # Python decides the trip count from the value
     ...         y = y * x
     ...     return y
-    >>> f(3.0), f.value_and_grad(3.0)  # 27.0, (27.0, (27.0,))
+    >>> f(3.0), f.value_and_grad(3.0)  # 27.0, (27.0, (array(27.),))
 
 The function runs once on symbolic leaves (the trace): every operation is recorded as scalar
 nodes, and the path Python took is remembered as guards, i.e. the values Python looked at

@@ -156,7 +156,7 @@ def __getattr__(name: str) -> Any:
     if name in FUNCTIONS:
         return FUNCTIONS[name]
     if name == "Session":
-        from .session import Session  # the compiler is loaded when a graph is first run
+        from .session import Session  # session.py builds on this module: import on use
 
         return Session
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
