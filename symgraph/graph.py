@@ -8,7 +8,8 @@ code are identical in every process.
 Construction applies only light rules that keep IEEE meaning (up to the sign of a zero:
 ``x + 0`` is ``x`` even for ``x = -0.0``): constants fold (with NumPy
 semantics, so ``1/0`` folds to ``inf``), ``x+0``, ``x*1``, ``x**1``, ``x**0``, ``--x``, n-ary
-``add``/``mul`` flatten, and like terms collect (``x + x`` is ``2*x``). ``x*0`` and ``x-x`` are
+``add``/``mul`` flatten (nested ones of up to `FLATTEN_LIMIT` operands), and like terms
+collect (``x + x`` is ``2*x``). ``x*0`` and ``x-x`` are
 kept: they are ``nan`` when ``x`` is infinite.
 """
 
@@ -174,10 +175,16 @@ def _order_key(rank: dict[str, int]):
 _ADD_KEY, _MUL_KEY = _order_key(_ADD_RANK), _order_key(_MUL_RANK)
 
 
+# A nested sum (product) is flattened into its parent only up to this many operands. Wider
+# ones stay one operand: flattening copies them, which recomputes a shared partial sum at every
+# use and makes loops like ``y = y + h*f(y)`` quadratic. Small sums stay canonical.
+FLATTEN_LIMIT = 8
+
+
 def _flatten(op: str, args: Sequence[Node]) -> list[Node]:
     flat: list[Node] = []
     for arg in args:
-        if arg.op == op:
+        if arg.op == op and len(arg.args) <= FLATTEN_LIMIT:
             flat.extend(arg.args)
         else:
             flat.append(arg)

@@ -16,7 +16,8 @@ Grammar (Python's precedence, loosest first)::
 A run of ``+``/``-`` terms becomes one ``add`` node and a run of ``*`` factors one ``mul`` node
 (apply flattens nested ones anyway, and building them pair by pair is quadratic). For the same
 reason a parenthesized sum used directly as a term of a sum, or a product as a factor of a
-product, is spliced into the outer run: ``(a + b) + c`` is built as ``add(a, b, c)``.
+product, is spliced into the outer run: ``(a + b) + c`` is built as ``add(a, b, c)``, exactly
+as `apply` would flatten it (so only runs of up to `graph.FLATTEN_LIMIT` operands).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import gc
 from collections import deque
 from collections.abc import Mapping
 
-from .graph import Node, apply, const, symbol
+from .graph import FLATTEN_LIMIT, Node, apply, const, symbol
 from .lexer import ParseError, scan, shorten
 from .ops import ALIASES, CONSTANTS, INFIX, OPS, PREC_COMPARE
 
@@ -165,9 +166,11 @@ class _Parser:
             left = self.end_product(frame)
             value = self.apply("div", (left, value), frame.div_pos)
             frame.div_pos = None
-        if isinstance(value, _Run) and value.op == "mul":
+        if isinstance(value, _Run) and value.op == "mul" and len(value.items) <= FLATTEN_LIMIT:
             frame.factors = _join(frame.factors, value.items)
-        elif frame.factors:
+            return
+        value = self.node(value, frame.pos)  # runs never nest, so building them never recurses
+        if frame.factors:
             frame.factors.append(value)
         else:
             frame.factors = deque((value,))
@@ -180,9 +183,11 @@ class _Parser:
         term = self.end_product(frame)
         if frame.negate:
             term = self.apply("neg", (term,), frame.sign_pos)
-        if isinstance(term, _Run) and term.op == "add":
+        if isinstance(term, _Run) and term.op == "add" and len(term.items) <= FLATTEN_LIMIT:
             frame.terms = _join(frame.terms, term.items)
-        elif frame.terms:
+            return
+        term = self.node(term, frame.pos)  # runs never nest, so building them never recurses
+        if frame.terms:
             frame.terms.append(term)
         else:
             frame.terms = deque((term,))
