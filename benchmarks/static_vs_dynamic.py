@@ -144,10 +144,11 @@ def main() -> None:
         lines.append(f"| {name} | {size} | {dynamic * 1e6:,.0f} µs | {py * 1e6:,.1f} µs | "
                      f"{nb * 1e6:,.1f} µs | {alone * 1e6:,.1f} µs | {frozen * 1e6:,.1f} µs | "
                      f"{dynamic / nb:,.0f}x | {py_compile * 1e3:,.0f} ms | {nb_compile:.2f} s |")
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     note = (f"\nTime per training step (forward, gradient, SGD update), median of "
             f"{args.repeats} repeats; Python {platform.python_version()}, NumPy "
-            f"{np.__version__}, {platform.machine()}. Measured by "
-            "`python benchmarks/static_vs_dynamic.py`.\n")
+            f"{np.__version__}, {platform.machine()}, {os.cpu_count()} CPUs, load average "
+            f"{load:.1f} at the end. Measured by `python benchmarks/static_vs_dynamic.py`.\n")
     text = "\n".join(lines) + "\n" + note
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(text, encoding="utf-8")

@@ -31,6 +31,6 @@ with tf.Session() as sess:
         print(f"Step {step}: Loss = {float(f'{loss_value:.8g}')}")
 
 print()
-# The graph the step kernel computes: the loss, and its gradient (derivative nodes [grad]).
-print(to_ascii(scene(loss.flat_nodes(), ["loss"], grad=True,
-                     wrt=W.flat_nodes() + b.flat_nodes())))
+# What the one step kernel computes: the loss and the updated variables, sharing [t0].
+outputs = loss.flat_nodes() + [n for _, new in optimizer.updates for n in new.flat_nodes()]
+print(to_ascii(scene(outputs, ["loss"] + [f"new {v.name}" for v, _ in optimizer.updates])))
