@@ -78,15 +78,22 @@ def _dynamic_linear(X, y, w, b):
     return loss.item(), [W.grad.numpy(), B.grad.numpy()]
 
 
-def _static_linear(X, y, w, b, backend="python"):
+def _linear_graph(X, y, w, b, optimizer=None):
+    """The linear model's static graph: (graph, feed, W, b, loss, gradients, train op)."""
     graph = st.Graph()
     with graph.as_default():
         Xp, yp = st.placeholder("X", X.shape), st.placeholder("y", y.shape)
         W, B = st.Variable(w, name="W"), st.Variable(b, name="b")
         loss = st.reduce_mean(st.square(Xp @ W + B - yp))
         grads = st.gradients(loss, [W, B])
-    with st.Session(graph, backend=backend) as sess:
-        value, g = sess.run([loss, grads], {Xp: X, yp: y})
+        train = optimizer.minimize(loss) if optimizer else None
+    return graph, {Xp: X, yp: y}, W, B, loss, grads, train
+
+
+def _static_linear(X, y, w, b):
+    graph, feed, _, _, loss, grads, _ = _linear_graph(X, y, w, b)
+    with st.Session(graph, backend="python") as sess:
+        value, g = sess.run([loss, grads], feed)
     return float(value), g
 
 
@@ -169,14 +176,7 @@ def test_tanh_network_dynamic_static_and_grad_agree():
 ])
 def test_fused_step_equals_gradient_then_update(optimizer, manual):
     X, y, w, b = _linear_data(3)
-    graph = st.Graph()
-    with graph.as_default():
-        Xp, yp = st.placeholder("X", X.shape), st.placeholder("y", y.shape)
-        W, B = st.Variable(w, name="W"), st.Variable(b, name="b")
-        loss = st.reduce_mean(st.square(Xp @ W + B - yp))
-        grads = st.gradients(loss, [W, B])
-        train = optimizer().minimize(loss)
-    feed = {Xp: X, yp: y}
+    graph, feed, W, B, loss, grads, train = _linear_graph(X, y, w, b, optimizer())
     fused = st.Session(graph, backend="python")
     separate = st.Session(graph, backend="python")
     params, state = [w.copy(), np.array(b)], [[np.zeros_like(w), 0.0], [np.zeros_like(w), 0.0]]
@@ -209,14 +209,10 @@ def test_training_with_numba_kernel_matches_python_and_dynamic():
     X, y, w, b = _linear_data(4)
     results = {}
     for backend in ("python", "numba"):
-        graph = st.Graph()
-        with graph.as_default():
-            Xp, yp = st.placeholder("X", X.shape), st.placeholder("y", y.shape)
-            W, B = st.Variable(w, name="W"), st.Variable(b, name="b")
-            loss = st.reduce_mean(st.square(Xp @ W + B - yp))
-            train = st.GradientDescentOptimizer(0.1).minimize(loss)
+        graph, feed, W, B, loss, _, train = _linear_graph(X, y, w, b,
+                                                          st.GradientDescentOptimizer(0.1))
         with st.Session(graph, backend=backend) as sess:
-            losses = [float(sess.run([train, loss], {Xp: X, yp: y})[1]) for _ in range(4)]
+            losses = [float(sess.run([train, loss], feed)[1]) for _ in range(4)]
             results[backend] = (losses, sess.value(W), sess.value(B))
     Wd, Bd = dyn.tensor(w, requires_grad=True), dyn.tensor(b, requires_grad=True)
     sgd, losses = dyn.SGD([Wd, Bd], lr=0.1), []
