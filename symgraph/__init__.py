@@ -17,6 +17,16 @@ from .printer import to_latex, to_text, to_text_cse
 globals().update(_FUNCTIONS)
 
 
+def _node_repr_svg(node: Node) -> str | None:
+    # Jupyter shows expressions as pictures; Graphviz is optional (None: Jupyter falls back).
+    from .draw import to_svg
+
+    return to_svg(node)
+
+
+Node._repr_svg_ = _node_repr_svg
+
+
 def __getattr__(name: str):
     # The SymPy bridge imports SymPy (slow): load it on first use only.
     if name in ("from_sympy", "to_sympy"):

@@ -63,7 +63,8 @@ def as_symbols(args: Any, outputs: Sequence[Node]) -> list[Node]:
     return result
 
 
-def _describe(outputs: Sequence[Node], labels: Sequence[str]) -> list[str]:
+def describe(outputs: Sequence[Node], labels: Sequence[str]) -> list[str]:
+    """``label = formula`` lines for a generated module's docstring (short formulas only)."""
     lines = []
     for label, node in zip(labels, outputs):
         try:
@@ -76,7 +77,8 @@ def _describe(outputs: Sequence[Node], labels: Sequence[str]) -> list[str]:
 
 
 def build_programs(outputs: Sequence[Node], inputs: Sequence[Node], wrt: Sequence[Node],
-                   scalar: bool, with_hessian: bool) -> list[Program]:
+                   scalar: bool, with_hessian: bool, with_derivatives: bool = True
+                   ) -> list[Program]:
     """The kernels of a compiled function: value, and value with derivatives w.r.t. `wrt`."""
     idents = naming.input_identifiers([s.value for s in inputs])
     ident_of = {id(s): i for s, i in zip(inputs, idents)}
@@ -84,6 +86,8 @@ def build_programs(outputs: Sequence[Node], inputs: Sequence[Node], wrt: Sequenc
     values = naming.value_labels(len(outputs))
     value_slots = list(zip(values, outputs))
     programs = [schedule("value", value_slots, inputs, idents)]
+    if not with_derivatives:
+        return programs
     if scalar:
         gradient = jacobian(outputs, wrt)[0]
         grad_slots = value_slots + list(zip(naming.gradient_labels(wrt_idents), gradient))
@@ -103,6 +107,22 @@ def build_programs(outputs: Sequence[Node], inputs: Sequence[Node], wrt: Sequenc
     return programs
 
 
+def generate_source(outputs: Sequence[Node], inputs: Sequence[Node], wrt: Sequence[Node], *,
+                    backend: str, scalar: bool, hessian: bool = False,
+                    derivatives: bool = True, labels: Sequence[str] | None = None
+                    ) -> tuple[str, list[Program]]:
+    """The source of a standalone kernel module (imports only math, NumPy, Numba)."""
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown backend {backend!r}; choose one of {sorted(BACKENDS)}")
+    programs = build_programs(outputs, inputs, wrt, scalar, hessian, derivatives)
+    labels = list(labels) if labels else naming.value_labels(len(outputs))
+    names = [a.value for a in inputs]
+    kind = "Value and derivatives of " if len(programs) > 1 else "Value of "
+    title = kind + ", ".join(labels) + f"({', '.join(names)})"
+    source = BACKENDS[backend](programs, title, describe(outputs, labels), names, __version__)
+    return source, programs
+
+
 class CompiledFunction:
     """Kernels for an expression (or a vector of them) and its derivatives w.r.t. `wrt`.
 
@@ -112,8 +132,6 @@ class CompiledFunction:
 
     def __init__(self, expr: Any, args: Any = None, *, wrt: Any = None, backend: str = "numba",
                  hessian: bool = False, cache_dir: str | os.PathLike | None = None) -> None:
-        if backend not in BACKENDS:
-            raise ValueError(f"unknown backend {backend!r}; choose one of {sorted(BACKENDS)}")
         self.scalar = not isinstance(expr, (list, tuple))
         self.outputs = [as_expression(e) for e in ([expr] if self.scalar else expr)]
         self.args = as_symbols(args, self.outputs)
@@ -124,13 +142,9 @@ class CompiledFunction:
         self.backend = backend
         self.cache_dir = cache_dir
         self.has_hessian = hessian and self.scalar
-        self.programs = build_programs(self.outputs, self.args, self.wrt, self.scalar,
-                                       self.has_hessian)
-        names = [a.value for a in self.args]
-        labels = naming.value_labels(len(self.outputs))
-        title = "Value and derivatives of " + (", ".join(labels)) + f"({', '.join(names)})"
-        self.source = BACKENDS[backend](self.programs, title,
-                                        _describe(self.outputs, labels), names, __version__)
+        self.source, self.programs = generate_source(
+            self.outputs, self.args, self.wrt, backend=backend, scalar=self.scalar,
+            hessian=self.has_hessian)
         self.module, self.path = load_source(self.source, cache_dir)
         self._n, self._m, self._k = len(self.args), len(self.outputs), len(self.wrt)
         self._rows = {p.name: getattr(self.module, p.name + "_row") for p in self.programs}
@@ -156,10 +170,14 @@ class CompiledFunction:
         return array
 
     def _run(self, kernel: str, size: int, values: tuple, named: dict) -> np.ndarray:
-        if not named and len(values) == self._n and all(type(v) is float for v in values):
-            out = np.empty(size)  # fast path: floats go to the kernel as a tuple, no array
-            self._rows[kernel](values, out)
-            return out
+        if not named and len(values) == self._n:
+            for v in values:
+                if type(v) is not float:
+                    break
+            else:  # fast path: plain floats go to the kernel as a tuple, no array is built
+                out = np.empty(size)
+                self._rows[kernel](values, out)
+                return out
         x = self._point(values, named)
         if x.ndim == 1:
             out = np.empty(size)
@@ -178,7 +196,8 @@ class CompiledFunction:
 
     def value_and_grad(self, *values, **named):
         """(value, gradient) of a scalar expression, from one fused kernel."""
-        self._require_scalar("value_and_grad")
+        if not self.scalar:
+            self._require_scalar("value_and_grad")
         out = self._run("value_grad", 1 + self._k, values, named)
         if out.ndim == 1:
             return float(out[0]), out[1:]
@@ -223,6 +242,11 @@ class CompiledFunction:
 
     def _repr_latex_(self) -> str:
         return "$" + r",\quad ".join(to_latex(o) for o in self.outputs) + "$"
+
+    def _repr_svg_(self) -> str | None:
+        from .draw import to_svg  # Graphviz is optional: None lets Jupyter fall back
+
+        return to_svg(self.outputs)
 
 
 def compile(expr: Any, args: Any = None, *, wrt: Any = None, backend: str = "numba",

@@ -101,8 +101,7 @@ def _evaluate(args: argparse.Namespace, command: str) -> str:
 
 
 def cmd_codegen(args: argparse.Namespace) -> str | None:
-    from . import api
-    from .api import BACKENDS, build_programs
+    from .api import generate_source
 
     names, exprs = read_expressions(args, "many")
     scalar = len(exprs) == 1
@@ -110,15 +109,9 @@ def cmd_codegen(args: argparse.Namespace) -> str | None:
         raise UsageError("--hessian needs a single expression; use --grad for a Jacobian")
     inputs = free_symbols(exprs)
     variables = [symbol(v) for v in variables_of(args, exprs)]
-    programs = build_programs(exprs, inputs, variables, scalar, args.hessian)
-    if not (args.grad or args.hessian):
-        programs = programs[:1]  # the value kernel only
-    labels = names
-    arguments = ", ".join(s.value for s in inputs)
-    title = ("Value and derivatives of " if len(programs) > 1 else "Value of ") + ", ".join(
-        labels) + f"({arguments})"
-    source = BACKENDS[args.backend](programs, title, api._describe(exprs, labels),
-                                    [s.value for s in inputs], api.__version__)
+    source, programs = generate_source(
+        exprs, inputs, variables, backend=args.backend, scalar=scalar, hessian=args.hessian,
+        derivatives=args.grad or args.hessian, labels=names)
     return _emit(args, source, f"{args.backend} kernels: "
                  + ", ".join(p.name for p in programs))
 
