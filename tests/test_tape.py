@@ -1,0 +1,298 @@
+"""Tape kernels: every op, the straight-line kernels' numbers, small register files, big inputs.
+
+Oracles: the op table's NumPy `evaluate`, the straight-line Numba kernels (the tape runs the same
+arithmetic in the same order, so the numbers are equal bit for bit), the Python backend, and
+`graph.evaluate`.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import pickle
+import random
+import re
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import symgraph as sg
+from symgraph import tape_interpreter
+from symgraph.api import build_programs
+from symgraph.graph import apply, count_ops
+from symgraph.ops import OPS
+from symgraph.schedule import Program, Step
+from symgraph.tape import TapeModule, build_tape, build_tape_module, lane_width
+
+from .corpus import CORPUS
+from .strategies import expressions, points
+from .test_numpy_semantics import EDGE_CASES
+
+VARIABLES = sg.symbols("x y z")
+SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow])
+EDGES = [0.0, -0.0, 1.0, -1.0, 0.5, 2.0, -7.5, 1e300, -1e300, 1e-310, math.inf, -math.inf,
+         math.nan]
+# Smaller versions of the corpus's slow-to-compile entries (Numba compile time, not the tape).
+CORPUS_ARGS = {"nested": (60,), "random_dag": (400,), "product_chain": (40,)}
+
+
+def _same(actual, expected) -> None:
+    """Equal bit for bit up to the sign of a nan (and -0.0 == 0.0 is not enough: check it)."""
+    actual, expected = np.asarray(actual), np.asarray(expected)
+    assert actual.shape == expected.shape
+    both_nan = np.isnan(actual) & np.isnan(expected)
+    same = (actual == expected) & (np.signbit(actual) == np.signbit(expected))
+    bad = ~(both_nan | same)
+    assert not bad.any(), (actual[bad], expected[bad])
+
+
+def _run_tape(module, name: str, X: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """(row by row, batch) results of one tape program."""
+    rows = np.empty((len(X), width))
+    for i, x in enumerate(X):
+        getattr(module, f"{name}_row")(x, rows[i])
+    batch = np.empty((len(X), width))
+    getattr(module, f"{name}_batch")(X, batch)
+    return rows, batch
+
+
+# -- the op table ---------------------------------------------------------------------------------
+
+
+def test_opcodes_are_the_op_tables_sorted_names():
+    assert tape_interpreter.OP_NAMES == tuple(sorted(OPS))
+    assert [getattr(tape_interpreter, n.upper()) for n in sorted(OPS)] == list(range(len(OPS)))
+
+
+def test_each_op_is_computed_with_its_numba_template():
+    # The interpreter's branch for an op is the op table's Numba template on operands a, b, c.
+    source = inspect.getsource(tape_interpreter.apply)
+    for name, spec in OPS.items():
+        arity = 2 if spec.arity < 0 else spec.arity
+        template = spec.render("nb", ["a", "b", "c"][:arity])
+        assert f"op == {name.upper()}:\n        r = {template}\n" in source, name
+
+
+def _single_op_program(name: str, arity: int) -> Program:
+    operands = ("a", "b", "c")[:arity]
+    return Program("value", ("a", "b", "c"), (Step("t0", name, operands),), (("f", "t0"),))
+
+
+@pytest.mark.parametrize("name", sorted(OPS))
+def test_every_op_follows_numpy_on_its_domain_and_at_edge_points(name):
+    spec = OPS[name]
+    arity = 2 if spec.arity < 0 else spec.arity
+    rng = np.random.default_rng(0)
+    columns = []
+    for i in range(3):
+        low, high = spec.domain[min(i, len(spec.domain) - 1)]
+        samples = np.concatenate([np.linspace(low, high, 41), rng.choice(EDGES, 120)])
+        columns.append(rng.permutation(samples))
+    X = np.ascontiguousarray(np.stack(columns, axis=1))
+    with np.errstate(all="ignore"):
+        expected = np.asarray(spec.evaluate(*[X[:, i] for i in range(arity)]), dtype=float)
+    module = build_tape_module([_single_op_program(name, arity)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # never raises, never warns
+        rows, batch = _run_tape(module, "value", X, 1)
+    _same(rows, batch)
+    # NumPy's exp/log/tanh... may differ from the C library's by an ulp; specials must match.
+    np.testing.assert_allclose(rows[:, 0], expected, rtol=4e-16, atol=0)
+    # Bit for bit, the op's Python template (the C library through `math`, as Numba's), where
+    # `math` does not raise; it decides the sign of zero results too (max(-0.0, 0.0)...).
+    template = spec.render("py", ["a", "b", "c"][:arity])
+    if template != spec.render("nb", ["a", "b", "c"][:arity]):
+        return  # cbrt, floor, ceil: NumPy in Python, Numba's own in kernels (checked above)
+    for row, value in zip(X, rows[:, 0]):
+        try:
+            reference = eval(template, {"math": math, "np": np}, dict(zip("abc", map(float, row))))
+        except (ArithmeticError, ValueError):
+            continue
+        _same(value, reference)
+
+
+def test_unknown_ops_are_refused():
+    program = Program("value", ("a",), (Step("t0", "frobnicate", ("a",)),), (("f", "t0"),))
+    with pytest.raises(NotImplementedError, match="frobnicate"):
+        build_tape(program)
+
+
+# -- the straight-line kernels' numbers ----------------------------------------------------------
+
+
+def _llvm_rewrites_a_pow(programs) -> bool:
+    """LLVM turns ``c ** y`` (c a power of two) into exp2 and ``y ** 0.5`` into sqrt in the
+    straight-line kernels: a few ulps from C's pow, which NumPy and the tape use."""
+    for p in programs:
+        for step in p.steps:
+            if step.op == "pow":
+                base, exponent = step.operands
+                try:
+                    if math.log2(abs(float(base))).is_integer():
+                        return True
+                except (ValueError, OverflowError):
+                    pass
+                if exponent == "0.5":
+                    return True
+    return False
+
+
+def _compare_with_compiled(fn, X: np.ndarray) -> None:
+    tape = build_tape_module(fn.programs)
+    for program in fn.programs:
+        width = len(program.outputs)
+        rows, batch = _run_tape(tape, program.name, X, width)
+        expected = np.empty((len(X), width))
+        for i, x in enumerate(X):  # row kernels: the parallel batch loop compiles slowly
+            getattr(fn.module, f"{program.name}_row")(x, expected[i])
+        _same(rows, batch)
+        if _llvm_rewrites_a_pow(fn.programs):
+            np.testing.assert_allclose(rows, expected, rtol=1e-12, atol=1e-300)
+        else:
+            _same(rows, expected)
+
+
+@pytest.mark.parametrize("name", sorted(CORPUS))
+def test_tape_equals_the_straight_line_kernels_on_the_corpus(name):
+    expr, args = CORPUS[name](*CORPUS_ARGS.get(name, ()))
+    fn = sg.compile(expr, args, hessian=name in ("black_scholes", "polynomial"))
+    X = np.random.default_rng(1).uniform(0.2, 1.5, (9, len(args)))
+    _compare_with_compiled(fn, X)
+    values = np.array([fn(x) for x in X])
+    np.testing.assert_allclose(values, sg.evaluate(expr, dict(zip(args, X.T))), rtol=1e-12)
+
+
+def test_tape_equals_the_straight_line_kernels_at_numpys_edge_points():
+    x, y = sg.symbols("x y")
+    fn = sg.compile([expr for expr, _ in EDGE_CASES], [x, y])  # one compile for every case
+    X = np.array([point for _, point in EDGE_CASES], dtype=float)
+    _compare_with_compiled(fn, X)
+
+
+@settings(max_examples=3, **SETTINGS)
+@given(st.lists(expressions(max_depth=4), min_size=8, max_size=8),
+       st.lists(points(), min_size=5, max_size=5))
+def test_tape_equals_numba_kernels_on_random_expressions(exprs, pts):
+    fn = sg.compile(exprs, VARIABLES)  # a vector function: one Numba compile checks them all
+    X = np.array([[p[v.name] for v in VARIABLES] for p in pts])
+    _compare_with_compiled(fn, X)
+
+
+@settings(max_examples=40, **SETTINGS)
+@given(expressions(max_depth=4), st.lists(points(), min_size=3, max_size=3))
+def test_tape_agrees_with_python_backend_and_evaluate(expr, pts):
+    fn = sg.compile(expr, VARIABLES, backend="python", hessian=True)
+    tape = build_tape_module(fn.programs)
+    X = np.array([[p[v.name] for v in VARIABLES] for p in pts])
+    for program in fn.programs:
+        width = len(program.outputs)
+        rows, batch = _run_tape(tape, program.name, X, width)
+        _same(rows, batch)
+        expected = np.empty((len(X), width))
+        for i, x in enumerate(X):
+            getattr(fn.module, f"{program.name}_row")(x, expected[i])
+        # Python's math is the same C library; its NumPy fallback (where math raises) may not be.
+        np.testing.assert_allclose(rows, expected, rtol=1e-9, atol=1e-12)
+    reference = sg.evaluate(expr, dict(zip(VARIABLES, X.T)))
+    np.testing.assert_allclose(rows[:, 0], reference * np.ones(len(X)), rtol=1e-9, atol=1e-12)
+
+
+# -- registers, text, shapes ---------------------------------------------------------------------
+
+
+def test_registers_are_reused_along_a_long_chain():
+    (x,) = sg.symbols("x")
+    u = x
+    for i in range(5_000):
+        u = apply(("sin", "cos", "tanh")[i % 3], u) * 0.5 + x
+    value, value_grad = [build_tape(p) for p in build_programs([u], [x], [x], True, False)]
+    assert len(value.opcodes) == 15_000 and value.n_registers <= 4  # live values, not steps
+    # Reverse mode keeps one forward value per link (cos(u), 1 - tanh(u)**2...) for the way
+    # back; nothing else stays.
+    assert len(value_grad.opcodes) > 35_000 and value_grad.n_registers <= 5_000 + 10
+    assert value_grad.n_registers * lane_width(value_grad.n_registers) <= 1 << 17
+
+
+def test_source_prints_one_readable_line_per_instruction_deterministically():
+    x, y = sg.symbols("x y")
+    f = sg.sin(x * y) - y ** 3 + sg.where(x > y, x, -y)
+    programs = build_programs([f], [x, y], [x, y], True, True)
+    source = build_tape_module(programs).source
+    assert source == build_tape_module(programs).source
+    lines = source.splitlines()
+    tape = build_tape(programs[0])
+    instructions = [ln for ln in lines[: lines.index("")] if re.match(r"r\d+ = \w+\(", ln)]
+    assert len(instructions) == len(tape.opcodes)
+    assert any(re.fullmatch(r"r\d+ = sin\(r\d+\)    # t\d+: sin\(x\*y\)", ln) for ln in lines)
+    assert "r0 = x[0]    # x" in lines and "out[0] = r" in source
+
+
+def test_points_as_tuples_lists_and_strided_arrays_and_shape_errors():
+    x, y = sg.symbols("x y")
+    module = build_tape_module(build_programs([x * y + 1], [x, y], [x, y], True, False))
+    out = np.empty(3)
+    module.value_grad_row((2.0, 3.0), out)
+    assert out.tolist() == [7.0, 3.0, 2.0]
+    strided = np.empty((4, 3))[:, 1]  # not contiguous: filled through a copy
+    module.value_grad_row([2.0, 3.0], strided[:3])
+    assert strided[:3].tolist() == [7.0, 3.0, 2.0]
+    X = np.arange(40.0).reshape(20, 2)
+    for rows in (0, 1, 7, 20):
+        OUT = np.full((rows, 3), np.nan, order="F")
+        module.value_grad_batch(X[:rows], OUT)
+        np.testing.assert_array_equal(OUT, np.stack([X[:rows, 0] * X[:rows, 1] + 1,
+                                                     X[:rows, 1], X[:rows, 0]], axis=1))
+    with pytest.raises(ValueError):
+        module.value_grad_row((1.0, 2.0, 3.0), out)
+    with pytest.raises(ValueError):
+        module.value_grad_batch(X, np.empty((19, 3)))
+
+
+def test_a_tape_module_pickles_as_its_arrays():
+    x, y = sg.symbols("x y")
+    module = build_tape_module(build_programs([sg.exp(x) * y], [x, y], [x, y], True, False))
+    copy = pickle.loads(pickle.dumps(module))
+    assert isinstance(copy, TapeModule) and copy.path is None
+    a, b = np.empty(3), np.empty(3)
+    module.value_grad_row((0.5, 2.0), a)
+    copy.value_grad_row((0.5, 2.0), b)
+    _same(a, b)
+
+
+# -- size --------------------------------------------------------------------------------------
+
+
+def bounded_dag(ops: int, seed: int = 5) -> tuple[sg.Node, list[sg.Node]]:
+    """A shared random DAG whose values stay in [-1.6, 1.6] on [-1, 1]^5 (no overflow)."""
+    rng = random.Random(seed)
+    leaves = list(sg.symbols("a b c d e"))
+    pool, used = list(leaves), set()
+    for _ in range(ops // 2):
+        a, b = rng.choice(pool[-50:]), rng.choice(pool)
+        used.update((id(a), id(b)))
+        kind = rng.random()
+        if kind < 0.35:
+            pool.append(0.5 * (a + b))
+        elif kind < 0.7:
+            pool.append(a * sg.tanh(b))
+        else:
+            pool.append(apply(rng.choice(["sin", "cos", "atan", "sigmoid"]), a))
+    return apply("add", *[n for n in pool if id(n) not in used]), leaves
+
+
+def test_a_50000_node_expression_runs_on_the_tape_like_the_python_backend():
+    expr, args = bounded_dag(70_000)
+    assert count_ops(expr) >= 50_000
+    fn = sg.compile(expr, args, backend="python")
+    tape = build_tape_module(fn.programs)
+    X = np.random.default_rng(2).uniform(-1, 1, (4, len(args)))
+    rows, batch = _run_tape(tape, "value_grad", X, 1 + len(args))
+    _same(rows, batch)
+    expected = np.empty_like(rows)
+    for i, x in enumerate(X):
+        fn.module.value_grad_row(x, expected[i])
+    assert np.isfinite(expected).all()
+    _same(rows, expected)  # the same C library and the same order of operations
