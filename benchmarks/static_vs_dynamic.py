@@ -125,14 +125,14 @@ def main() -> None:
         start = time.perf_counter()
         python_step()  # the first run generates and loads the step kernel
         python_compile = time.perf_counter() - start
-        static_python = per_step(python_step, args.steps * 4, args.repeats)
+        static_python = per_step(python_step, args.steps * 40, args.repeats)
         numba_step, numba_kernel, _ = static_step(loss_of, data, params, "numba")
         start = time.perf_counter()
         numba_step()  # the first run compiles the step kernel
         compile_seconds = time.perf_counter() - start
-        static_numba = per_step(numba_step, args.steps * 20, args.repeats)
-        kernel_alone = per_step(numba_kernel, args.steps * 20, args.repeats)
-        frozen = per_step(frozen_step(loss_of, data, params), args.steps * 20, args.repeats)
+        static_numba = per_step(numba_step, args.steps * 200, args.repeats)
+        kernel_alone = per_step(numba_kernel, args.steps * 200, args.repeats)
+        frozen = per_step(frozen_step(loss_of, data, params), args.steps * 200, args.repeats)
         rows.append((name, size, dynamic, static_python, static_numba, kernel_alone, frozen,
                      python_compile, compile_seconds))
     lines = ["| model | ops in step kernel | dynamic (eager) | static, Python kernel | "
