@@ -232,9 +232,10 @@ class CompiledFunction:
             raise TypeError(f"{what} needs a scalar expression; use jacobian for a vector")
 
     # -- inspection ---------------------------------------------------------------------------
-    def op_counts(self) -> dict[str, int]:
-        """Number of steps in each kernel: the cost of value vs value+derivatives."""
-        return {p.name: p.op_count for p in self.programs}
+    def op_counts(self, weighted: bool = False) -> dict[str, int]:
+        """Arithmetic operations in each kernel (weighted by the op table's costs if asked):
+        what value+derivatives cost against the value alone."""
+        return {p.name: p.cost if weighted else p.op_count for p in self.programs}
 
     def __repr__(self) -> str:
         names = ", ".join(a.value for a in self.args)

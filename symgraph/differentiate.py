@@ -39,7 +39,21 @@ def _total(terms: list[Node]) -> Node:
     return terms[0] if len(terms) == 1 else combine("add", terms)
 
 
+_MASKS = frozenset({"lt", "le", "gt", "ge", "eq", "ne"})
+
+
 def _times(adjoint: Node, partial) -> Node:
+    """``adjoint * partial``; a 0/1 mask selects instead of multiplying, so an infinite or nan
+    adjoint does not leak into the branch the mask switches off (``inf * 0`` is nan)."""
+    if isinstance(partial, Node):
+        if partial.op in _MASKS:
+            return partial.call("where", adjoint, 0.0)
+        if partial.op == "where" and all(a.is_const for a in partial.args[1:]):
+            kept, dropped = (1, 2) if partial.args[1].value == 1.0 else (2, 1)
+            if partial.args[kept].value == 1.0 and partial.args[dropped].value == 0.0:
+                branches = [None, None]
+                branches[kept - 1], branches[dropped - 1] = adjoint, 0.0
+                return partial.args[0].call("where", *branches)
     return combine("mul", [adjoint, partial])
 
 

@@ -291,8 +291,20 @@ def _rule_where(args):
     return args
 
 
+def _rule_same_arguments(op: str):
+    # min(a, a) = max(a, a) = a and a < a = a > a = 0 hold for every a, nan included.
+    def rule(args):
+        a, b = args
+        if a is b:
+            return a if op in ("min", "max") else const(0.0)
+        return args
+
+    return rule
+
+
 _RULES = {"add": _rule_add, "mul": _rule_mul, "neg": _rule_neg, "div": _rule_div,
-          "pow": _rule_pow, "where": _rule_where}
+          "pow": _rule_pow, "where": _rule_where,
+          **{op: _rule_same_arguments(op) for op in ("min", "max", "lt", "gt")}}
 
 
 def apply(op: str, *args) -> Node:

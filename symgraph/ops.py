@@ -9,14 +9,15 @@ Each `OpSpec` says everything the pipeline needs about one operation:
 * ``latex``      LaTeX template, and ``infix``/``precedence`` for the infix operators
 * ``sympy``      how to rebuild the op from SymPy functions (for ``to_sympy``)
 * ``domain``     the interval per argument that tests sample from
+* ``cost``       arithmetic operations one evaluation is worth (transcendental functions ~8)
 
 Templates are ``str.format`` strings over operand code, or callables ``(operands) -> str``.
 Operands handed to templates are always plain names or literals, so repeating ``{0}`` is safe.
 
-Conventions at non-differentiable points (one rule for all): the derivative of a function with a
-kink or jump is the one-sided limit average where that is 0 or 1/2, so ``abs'(0) = 0``,
-``relu'(0) = 0``, ``sign' = floor' = ceil' = 0``, ``max``/``min`` split a tie 1/2 : 1/2, and
-``hypot`` has gradient 0 at the origin. Comparisons and ``where`` conditions have derivative 0.
+Conventions at non-differentiable points: ``abs'(0) = 0``, ``relu'(0) = 0``,
+``sign' = floor' = ceil' = 0``, ``hypot`` has gradient 0 at the origin, and on a tie ``max`` and
+``min`` pass the whole derivative to their first argument (as TensorFlow does; it keeps their
+reverse sweep at three operations). Comparisons and ``where`` conditions have derivative 0.
 
 Partial rules use only `Node` methods (operators, ``.call``), so this module imports no other
 symgraph module: it is the root of the pipeline.
@@ -48,6 +49,7 @@ class OpSpec:
     precedence: int = 100  # printing/parsing precedence; atoms and calls bind tightest
     commutative: bool = False
     np_prelude: tuple[str, ...] = field(default=())  # helper lines the NumPy template needs
+    cost: int = 1  # in multiplications: how a program's size is weighed (schedule.Program.cost)
 
     def render(self, backend: str, operands: list[str]) -> str:
         template = {"py": self.py, "np": self.np, "nb": self.nb}[backend]
@@ -77,12 +79,15 @@ def _op(name, arity, evaluate, partials, py, np_, nb=None, latex=None, sympy=Non
     )
 
 
+TRANSCENDENTAL = 8  # a libm call costs roughly this many multiplications
+
+
 def _func(name, evaluate, partial, py=None, np_=None, nb=None, latex=None, sympy=None,
-          domain=None, **extra):
+          domain=None, cost=TRANSCENDENTAL, **extra):
     """A one-argument function; `partial(x, out)` is its derivative as a node."""
     _op(name, 1, evaluate, lambda a, out: (partial(a[0], out),),
         py or f"math.{name}({{0}})", np_ or f"np.{name}({{0}})", nb, latex or
-        "\\" + name + r"\left({0}\right)", sympy, domain and (domain,), **extra)
+        "\\" + name + r"\left({0}\right)", sympy, domain and (domain,), cost=cost, **extra)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -161,6 +166,7 @@ _op("div", 2, np.divide, lambda a, out: (1.0 / a[1], -out / a[1]), "{0} / {1}", 
     domain=(DEFAULT_DOMAIN, (0.5, 3.0)))
 _op("pow", 2, np.power, _pow_partials, _pow_template("math.pow({0}, {1})"),
     _pow_template("np.power({0}, {1})"), _pow_template("{0} ** {1}"), latex="{{{0}}}^{{{1}}}",
+    cost=TRANSCENDENTAL,  # small integer powers are multiplications: see schedule's cost
     sympy=lambda sp, a, b: a**b, infix="**", precedence=PREC_POW,
     domain=((0.2, 3.0), (-2.0, 2.0)))
 
@@ -194,7 +200,7 @@ _op("where", 3, lambda c, a, b: np.where(c != 0, a, b),
 # ---------------------------------------------------------------------------------------------
 # Elementary functions. Derivatives reuse the output where it is natural (exp' = exp).
 
-_func("sqrt", np.sqrt, lambda x, out: 0.5 / out, latex=r"\sqrt{{{0}}}", domain=(0.1, 4.0))
+_func("sqrt", np.sqrt, lambda x, out: 0.5 / out, cost=4, latex=r"\sqrt{{{0}}}", domain=(0.1, 4.0))
 _func("cbrt", np.cbrt, lambda x, out: 1.0 / (3.0 * out * out), py="float(np.cbrt({0}))",
       nb="np.cbrt({0})", latex=r"\sqrt[3]{{{0}}}",
       sympy=lambda sp, x: sp.sign(x) * sp.Abs(x) ** sp.Rational(1, 3), domain=(0.1, 4.0))
@@ -236,16 +242,16 @@ _func("erfc", np.vectorize(math.erfc, otypes=[float]),
       np_prelude=("_erfc = np.vectorize(math.erfc, otypes=[float])",))
 
 # Piecewise functions: derivative conventions in the module docstring.
-_func("abs", np.abs, lambda x, out: x.call("sign"), py="abs({0})", np_="np.abs({0})",
+_func("abs", np.abs, lambda x, out: x.call("sign"), py="abs({0})", np_="np.abs({0})", cost=1,
       latex=r"\left|{0}\right|", sympy=lambda sp, x: sp.Abs(x))
-_func("sign", np.sign, lambda x, out: None,
+_func("sign", np.sign, lambda x, out: None, cost=1,
       py="(1.0 if {0} > 0.0 else (-1.0 if {0} < 0.0 else {0}))", np_="np.sign({0})",
       latex=r"\operatorname{{sign}}\left({0}\right)")
-_func("floor", np.floor, lambda x, out: None, py="float(math.floor({0}))", nb="np.floor({0})",
-      np_="np.floor({0})", latex=r"\left\lfloor {0} \right\rfloor")
-_func("ceil", np.ceil, lambda x, out: None, py="float(math.ceil({0}))", nb="np.ceil({0})",
+_func("floor", np.floor, lambda x, out: None, cost=1, py="float(math.floor({0}))",
+      nb="np.floor({0})", np_="np.floor({0})", latex=r"\left\lfloor {0} \right\rfloor")
+_func("ceil", np.ceil, lambda x, out: None, cost=1, py="float(math.ceil({0}))", nb="np.ceil({0})",
       np_="np.ceil({0})", latex=r"\left\lceil {0} \right\rceil", sympy=lambda sp, x: sp.ceiling(x))
-_func("relu", lambda x: np.maximum(x, 0.0), lambda x, out: x.call("gt", 0.0),
+_func("relu", lambda x: np.maximum(x, 0.0), lambda x, out: x.call("gt", 0.0), cost=1,
       py="({0} if {0} > 0.0 or {0} != {0} else 0.0)", np_="np.maximum({0}, 0.0)",
       latex=r"\operatorname{{relu}}\left({0}\right)", sympy=lambda sp, x: sp.Max(0, x))
 _func("sigmoid", lambda x: 1.0 / (1.0 + np.exp(-x)), lambda x, out: out * (1.0 - out),
@@ -258,30 +264,32 @@ _func("softplus", lambda x: np.maximum(x, 0.0) + np.log1p(np.exp(-np.abs(x))),
       latex=r"\operatorname{{softplus}}\left({0}\right)", sympy=lambda sp, x: sp.log(1 + sp.exp(x)))
 
 
-def _minmax_partials(pick_first: str):
+def _minmax_partials(first_wins: str):
     def partials(a, out):
-        first, second = a
-        wins = first.call(pick_first, second)
-        tie = first.call("eq", second)
-        share = wins + 0.5 * tie  # 1 where the first argument wins, 1/2 on a tie
-        return (share, 1.0 - share)
+        wins = a[0].call(first_wins, a[1])  # 1.0 where the first argument is the result
+        return (wins, wins.call("where", 0.0, 1.0))
 
     return partials
 
 
-_op("min", 2, np.minimum, _minmax_partials("lt"),
+_op("min", 2, np.minimum, _minmax_partials("le"),
     "({0} if {0} <= {1} or {0} != {0} else {1})", "np.minimum({0}, {1})",
     latex=r"\min\left({0}, {1}\right)", sympy=lambda sp, a, b: sp.Min(a, b))
-_op("max", 2, np.maximum, _minmax_partials("gt"),
+_op("max", 2, np.maximum, _minmax_partials("ge"),
     "({0} if {0} >= {1} or {0} != {0} else {1})", "np.maximum({0}, {1})",
     latex=r"\max\left({0}, {1}\right)", sympy=lambda sp, a, b: sp.Max(a, b))
 _op("atan2", 2, np.arctan2,
     lambda a, out: (a[1] / (a[0] * a[0] + a[1] * a[1]), -a[0] / (a[0] * a[0] + a[1] * a[1])),
-    "math.atan2({0}, {1})", "np.arctan2({0}, {1})",
+    "math.atan2({0}, {1})", "np.arctan2({0}, {1})", cost=TRANSCENDENTAL,
     latex=r"\operatorname{{atan2}}\left({0}, {1}\right)", domain=((0.5, 3.0), (0.5, 3.0)))
-_op("hypot", 2, np.hypot,
-    lambda a, out: tuple(out.call("gt", 0.0).call("where", v / out, 0.0) for v in a),
-    "math.hypot({0}, {1})", "np.hypot({0}, {1})",
+def _hypot_partials(a, out):
+    # v / hypot, with the origin's 0/0 replaced by 0/1: gradient 0 there (the convention).
+    safe = out.call("gt", 0.0).call("where", out, 1.0)
+    return tuple(v / safe for v in a)
+
+
+_op("hypot", 2, np.hypot, _hypot_partials,
+    "math.hypot({0}, {1})", "np.hypot({0}, {1})", cost=TRANSCENDENTAL,
     latex=r"\sqrt{{{0}^2 + {1}^2}}", sympy=lambda sp, a, b: sp.sqrt(a**2 + b**2))
 
 # Names the parser also accepts for ops (SymPy and NumPy spellings).

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .graph import Node, topological_order
+from .ops import OPS, _int_exponent
 from .printer import to_text
 
 MAX_WIDTH = 16
@@ -42,6 +43,19 @@ class Program:
         """Arithmetic operations: a k-operand sum or product counts k - 1, any other step 1."""
         return sum(max(1, len(s.operands) - 1) if s.op in ("add", "mul") else 1
                    for s in self.steps)
+
+    @property
+    def cost(self) -> int:
+        """Operations weighted by the op table's `cost` (a transcendental call counts ~8)."""
+        total = 0
+        for s in self.steps:
+            if s.op in ("add", "mul"):
+                total += max(1, len(s.operands) - 1)
+            elif s.op == "pow" and _int_exponent(s.operands[1]) is not None:
+                total += max(1, abs(_int_exponent(s.operands[1])) - 1)  # emitted as products
+            else:
+                total += OPS[s.op].cost
+        return total
 
 
 def literal(value: float) -> str:

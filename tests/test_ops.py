@@ -262,9 +262,9 @@ def test_piecewise_constant_ops_have_no_derivative(op):
 
 
 @pytest.mark.parametrize("op", ["min", "max"])
-def test_min_max_split_ties(op):
-    assert partial_values(op, 1.25, 1.25) == [0.5, 0.5]
-    assert partial_values(op, 0.0, 0.0) == [0.5, 0.5]
+def test_min_max_give_a_tie_to_the_first_argument(op):
+    assert partial_values(op, 1.25, 1.25) == [1.0, 0.0]
+    assert partial_values(op, 0.0, 0.0) == [1.0, 0.0]
     low_wins = [1.0, 0.0] if op == "min" else [0.0, 1.0]
     assert partial_values(op, -1.0, 2.0) == low_wins
     assert partial_values(op, 2.0, -1.0) == low_wins[::-1]

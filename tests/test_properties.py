@@ -112,9 +112,11 @@ def test_print_then_parse_gives_back_the_identical_node(expr):
     assert sg.parse(sg.to_text(expr)) is expr
 
 
-@settings(max_examples=40, **SETTINGS)
+@settings(max_examples=60, **SETTINGS)
 @given(expressions(max_depth=4))
-def test_fused_value_and_gradient_program_is_at_most_4x_the_value_program(expr):
+def test_fused_value_and_gradient_cost_is_at_most_4x_the_value_cost(expr):
+    # Weighted by the op table's costs: erf' = c*exp(-x*x) is four cheap operations after one
+    # transcendental, which a plain count would rate like erf itself.
     value, fused = sg.api.build_programs([expr], VARIABLES, VARIABLES, scalar=True,
                                          with_hessian=False)
-    assert fused.op_count <= 4 * value.op_count + len(VARIABLES)
+    assert fused.cost <= 4 * value.cost + len(VARIABLES)
