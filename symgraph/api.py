@@ -142,9 +142,10 @@ class CompiledFunction:
         self.backend = backend
         self.cache_dir = cache_dir
         self.has_hessian = hessian and self.scalar
+        # With nothing to differentiate by (wrt=[]) the derivative kernels would copy `value`.
         self.source, self.programs = generate_source(
             self.outputs, self.args, self.wrt, backend=backend, scalar=self.scalar,
-            hessian=self.has_hessian)
+            hessian=self.has_hessian, derivatives=bool(self.wrt))
         self.module, self.path = load_source(self.source, cache_dir)
         self._n, self._m, self._k = len(self.args), len(self.outputs), len(self.wrt)
         self._rows = {p.name: getattr(self.module, p.name + "_row") for p in self.programs}
@@ -170,6 +171,8 @@ class CompiledFunction:
         return array
 
     def _run(self, kernel: str, size: int, values: tuple, named: dict) -> np.ndarray:
+        if kernel not in self._rows:  # no derivative kernels (wrt=[]): derivatives are empty
+            kernel, size = "value", self._m
         if not named and len(values) == self._n:
             for v in values:
                 if type(v) is not float:
@@ -212,7 +215,8 @@ class CompiledFunction:
             g = self.grad(*values, **named)
             return g[..., None, :]
         out = self._run("value_jac", self._m * (1 + self._k), values, named)
-        return out[..., self._m:].reshape(out.shape[:-1] + (self._m, self._k))
+        jac = out[..., self._m:] if self._k else np.empty(out.shape[:-1] + (0,))
+        return jac.reshape(out.shape[:-1] + (self._m, self._k))
 
     def hessian(self, *values, **named) -> np.ndarray:
         """Shape (inputs, inputs) at a point, (points, inputs, inputs) for a batch."""
@@ -225,7 +229,8 @@ class CompiledFunction:
             return self._hessian_function.hessian(*values, **named)
         n = self._k
         out = self._run("value_grad_hess", 1 + n + n * n, values, named)
-        return out[..., 1 + n:].reshape(out.shape[:-1] + (n, n))
+        return out[..., 1 + n:].reshape(out.shape[:-1] + (n, n)) if n else np.empty(
+            out.shape[:-1] + (0, 0))
 
     def _require_scalar(self, what: str) -> None:
         if not self.scalar:

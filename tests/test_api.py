@@ -135,3 +135,13 @@ def test_op_counts_show_the_fused_kernel_shares_forward_work():
     counts = fn.op_counts()
     assert counts["value"] == 3
     assert counts["value_grad"] <= 4 * counts["value"] + 2
+
+
+def test_empty_wrt_compiles_only_the_value_kernel_and_gives_empty_derivatives(backend):
+    fn = sg.compile(x * y, [x, y], wrt=[], backend=backend)
+    assert [p.name for p in fn.programs] == ["value"]
+    value, gradient = fn.value_and_grad(2.0, 3.0)
+    assert value == 6.0 and gradient.shape == (0,)
+    assert fn.value_and_grad(np.ones((4, 2)))[1].shape == (4, 0)
+    vector = sg.compile([x * y, x + y], [x, y], wrt=[], backend=backend)
+    assert vector.jacobian(np.ones((3, 2))).shape == (3, 2, 0)
