@@ -19,48 +19,18 @@ from typing import Any
 import numpy as np
 
 from . import naming
+from .coerce import as_expression, as_symbols
 from .compiler import load_source
 from .differentiate import hessian, jacobian
 from .emit_numba import emit_numba
 from .emit_python import emit_python
-from .graph import Node, _as_node, free_symbols, symbol
-from .parser import parse
+from .graph import Node
 from .printer import to_latex, to_text
 from .schedule import Program, schedule
 
 __version__ = "0.1.0"
 BACKENDS = {"numba": emit_numba, "python": emit_python}
 _DESCRIBE_MAX_CHARS = 400
-
-
-def as_expression(expr: Any) -> Node:
-    """A Node from a Node, a number, text (parsed safely) or a SymPy expression."""
-    if isinstance(expr, Node):
-        return expr
-    if isinstance(expr, str):
-        return parse(expr)
-    if type(expr).__module__.startswith("sympy"):
-        from .sympy_bridge import from_sympy  # SymPy is imported only when it is used
-
-        return from_sympy(expr)
-    return _as_node(expr)
-
-
-def as_symbols(args: Any, outputs: Sequence[Node]) -> list[Node]:
-    """Argument symbols: given as nodes or names ("x y" works), else the free symbols by name."""
-    if args is None:
-        return free_symbols(outputs)
-    if isinstance(args, str):
-        args = args.replace(",", " ").split()
-    if isinstance(args, Node):
-        args = [args]
-    result = [a if isinstance(a, Node) else symbol(str(a)) for a in args]
-    for a in result:
-        if not a.is_symbol:
-            raise TypeError(f"arguments must be symbols, got {to_text(a)!r}")
-    if len({id(a) for a in result}) != len(result):
-        raise ValueError("an argument symbol is listed twice")
-    return result
 
 
 def describe(outputs: Sequence[Node], labels: Sequence[str]) -> list[str]:

@@ -10,16 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .graph import Node, _as_node, combine, const, free_symbols, topological_order
+from .coerce import as_expression, as_symbols
+from .graph import Node, combine, const, topological_order
 from .ops import OPS
 
 
-def _check_variables(wrt: Sequence[Node] | Node) -> list[Node]:
-    variables = [wrt] if isinstance(wrt, Node) else list(wrt)
-    for v in variables:
-        if not isinstance(v, Node) or not v.is_symbol:
-            raise TypeError(f"derivatives are taken with respect to symbols, got {v!r}")
-    return variables
+def _check_variables(wrt, outputs: Sequence[Node] = ()) -> list[Node]:
+    """The variables (nodes or names; None: the free symbols of `outputs`)."""
+    return as_symbols(wrt, outputs, role="the variables of a derivative")
 
 
 def _depends(order: list[Node], variables: list[Node]) -> set[int]:
@@ -59,14 +57,14 @@ def _times(adjoint: Node, partial) -> Node:
 
 def vjp(outputs: Sequence[Node], cotangents: Sequence, wrt: Sequence[Node]) -> list[Node]:
     """Reverse mode: ``sum_k cotangents[k] * d outputs[k] / d wrt[j]`` for each j."""
-    outputs = [_as_node(o) for o in outputs]
-    variables = _check_variables(wrt)
+    outputs = [as_expression(o) for o in outputs]
+    variables = _check_variables(wrt, outputs)
     order = topological_order(outputs)
     live = _depends(order, variables)
     contributions: dict[int, list[Node]] = {}
     for output, seed in zip(outputs, cotangents, strict=True):
         if id(output) in live:
-            contributions.setdefault(id(output), []).append(_as_node(seed))
+            contributions.setdefault(id(output), []).append(as_expression(seed))
     wanted = {id(v) for v in variables}
     adjoints: dict[int, Node] = {}
     for node in reversed(order):
@@ -87,13 +85,13 @@ def vjp(outputs: Sequence[Node], cotangents: Sequence, wrt: Sequence[Node]) -> l
 
 def jvp(outputs: Sequence[Node], wrt: Sequence[Node], tangents: Sequence) -> list[Node]:
     """Forward mode: ``sum_j d outputs[k] / d wrt[j] * tangents[j]`` for each k."""
-    outputs = [_as_node(o) for o in outputs]
-    variables = _check_variables(wrt)
+    outputs = [as_expression(o) for o in outputs]
+    variables = _check_variables(wrt, outputs)
     order = topological_order(outputs)
     live = _depends(order, variables)
     tangent: dict[int, Node] = {}
     for v, t in zip(variables, tangents, strict=True):
-        tangent[id(v)] = _as_node(t)
+        tangent[id(v)] = as_expression(t)
     for node in order:
         if not node.args or id(node) not in live:
             continue
@@ -108,18 +106,21 @@ def jvp(outputs: Sequence[Node], wrt: Sequence[Node], tangents: Sequence) -> lis
 
 def grad(f: Node, wrt: Sequence[Node] | None = None) -> list[Node]:
     """Gradient of a scalar expression: one node per variable (default: its free symbols)."""
-    return vjp([f], [1.0], free_symbols(f) if wrt is None else wrt)
+    f = as_expression(f)
+    return vjp([f], [1.0], _check_variables(wrt, [f]))
 
 
 def jacobian(outputs: Sequence[Node], wrt: Sequence[Node] | None = None) -> list[list[Node]]:
     """Rows are outputs, columns variables; one reverse sweep per output."""
-    variables = free_symbols(outputs) if wrt is None else wrt
+    outputs = [as_expression(o) for o in outputs]
+    variables = _check_variables(wrt, outputs)
     return [grad(o, variables) for o in outputs]
 
 
 def hessian(f: Node, wrt: Sequence[Node] | None = None) -> list[list[Node]]:
     """Second derivatives, reverse over reverse; symmetric by construction (upper triangle)."""
-    variables = _check_variables(free_symbols(f) if wrt is None else wrt)
+    f = as_expression(f)
+    variables = _check_variables(wrt, [f])
     gradient = grad(f, variables)
     n = len(variables)
     rows: list[list[Node]] = [[const(0.0)] * n for _ in range(n)]
@@ -134,6 +135,7 @@ def diff(f: Node, x: Node, n: int = 1) -> Node:
     """The n-th derivative of `f` with respect to the symbol `x`."""
     if n < 0:
         raise ValueError("the order of a derivative cannot be negative")
+    f, (x,) = as_expression(f), _check_variables([x])
     for _ in range(n):
         f = grad(f, [x])[0]
     return f

@@ -328,6 +328,12 @@ def apply(op: str, *args) -> Node:
     return _intern(op, nodes, None)
 
 
+def _constants_fold(op: str, nodes: list[Node]) -> bool:
+    # c1 * (c2 * t) is better as (c1*c2) * t: flattening copies nothing but the constant.
+    return len(nodes) == 2 and any(n.op == "const" for n in nodes) and all(
+        n.op != op or (len(n.args) == 2 and any(a.op == "const" for a in n.args)) for n in nodes)
+
+
 def combine(op: str, operands: Sequence) -> Node:
     """``add``/``mul`` over exactly `operands`, without flattening nested sums or products.
 
@@ -337,8 +343,8 @@ def combine(op: str, operands: Sequence) -> Node:
     adjoint stays one operand, and derivative programs stay within a small factor of f.
     """
     nodes = [_as_node(o) for o in operands]
-    if not any(n.op == op for n in nodes):
-        return apply(op, *nodes)  # nothing nested to keep apart: the ordinary rules apply
+    if not any(n.op == op for n in nodes) or _constants_fold(op, nodes):
+        return apply(op, *nodes)  # nothing worth keeping apart: the ordinary rules apply
     identity = 0.0 if op == "add" else 1.0
     nodes = [n for n in nodes if not (n.op == "const" and n.value == identity)]
     if op == "mul" and any(n.op == "const" and n.value == -1.0 for n in nodes):

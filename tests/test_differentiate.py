@@ -110,5 +110,14 @@ def test_gradient_cost_does_not_grow_with_the_number_of_variables():
 
 
 def test_derivatives_need_symbols():
-    with pytest.raises(TypeError, match="with respect to symbols"):
+    with pytest.raises(TypeError, match="variables of a derivative must be symbols"):
         sg.grad(x * y, [x * y])
+
+
+def test_text_sympy_and_names_are_accepted_wherever_an_expression_or_symbol_is():
+    import sympy
+
+    assert sg.grad("x**2 + 2*x + 1", "x") == [2 * x + 2]
+    assert sg.diff("x**3", "x", 2) is 6 * x
+    sx = sympy.Symbol("x")
+    assert sg.hessian(sx**2 * sympy.Symbol("y"), ["x", "y"]) == [[2 * y, 2 * x], [2 * x, sg.const(0)]]
