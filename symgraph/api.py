@@ -77,20 +77,25 @@ def build_programs(outputs: Sequence[Node], inputs: Sequence[Node], wrt: Sequenc
     return programs
 
 
-def generate_source(outputs: Sequence[Node], inputs: Sequence[Node], wrt: Sequence[Node], *,
-                    backend: str, scalar: bool, hessian: bool = False,
-                    derivatives: bool = True, labels: Sequence[str] | None = None
-                    ) -> tuple[str, list[Program]]:
+def render_source(programs: Sequence[Program], outputs: Sequence[Node], inputs: Sequence[Node],
+                  backend: str, labels: Sequence[str] | None = None) -> str:
     """The source of a standalone kernel module (imports only math, NumPy, Numba)."""
     if backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r}; choose one of {sorted(BACKENDS)}")
-    programs = build_programs(outputs, inputs, wrt, scalar, hessian, derivatives)
     labels = list(labels) if labels else naming.value_labels(len(outputs))
     names = [a.value for a in inputs]
     kind = "Value and derivatives of " if len(programs) > 1 else "Value of "
     title = kind + ", ".join(labels) + f"({', '.join(names)})"
-    source = BACKENDS[backend](programs, title, describe(outputs, labels), names, __version__)
-    return source, programs
+    return BACKENDS[backend](programs, title, describe(outputs, labels), names, __version__)
+
+
+def generate_source(outputs: Sequence[Node], inputs: Sequence[Node], wrt: Sequence[Node], *,
+                    backend: str, scalar: bool, hessian: bool = False,
+                    derivatives: bool = True, labels: Sequence[str] | None = None
+                    ) -> tuple[str, list[Program]]:
+    """Programs for `outputs` and the module source that runs them."""
+    programs = build_programs(outputs, inputs, wrt, scalar, hessian, derivatives)
+    return render_source(programs, outputs, inputs, backend, labels), programs
 
 
 class CompiledFunction:
@@ -101,7 +106,10 @@ class CompiledFunction:
     """
 
     def __init__(self, expr: Any, args: Any = None, *, wrt: Any = None, backend: str = "numba",
-                 hessian: bool = False, cache_dir: str | os.PathLike | None = None) -> None:
+                 hessian: bool = False, cache_dir: str | os.PathLike | None = None,
+                 strategy: str = "auto") -> None:
+        if backend not in BACKENDS:
+            raise ValueError(f"unknown backend {backend!r}; choose one of {sorted(BACKENDS)}")
         self.scalar = not isinstance(expr, (list, tuple))
         self.outputs = [as_expression(e) for e in ([expr] if self.scalar else expr)]
         self.args = as_symbols(args, self.outputs)
@@ -113,14 +121,30 @@ class CompiledFunction:
         self.cache_dir = cache_dir
         self.has_hessian = hessian and self.scalar
         # With nothing to differentiate by (wrt=[]) the derivative kernels would copy `value`.
-        self.source, self.programs = generate_source(
-            self.outputs, self.args, self.wrt, backend=backend, scalar=self.scalar,
-            hessian=self.has_hessian, derivatives=bool(self.wrt))
-        self.module, self.path = load_source(self.source, cache_dir)
+        self.programs = build_programs(self.outputs, self.args, self.wrt, self.scalar,
+                                       self.has_hessian, bool(self.wrt))
+        self.strategy = self._choose_strategy(strategy)
+        if self.strategy == "tape":  # huge programs: one cached interpreter, no compile
+            from .tape import build_tape_module
+
+            self.module = build_tape_module(self.programs)
+            self.source, self.path = self.module.source, None
+        else:
+            self.source = render_source(self.programs, self.outputs, self.args, backend)
+            self.module, self.path = load_source(self.source, cache_dir)
         self._n, self._m, self._k = len(self.args), len(self.outputs), len(self.wrt)
         self._rows = {p.name: getattr(self.module, p.name + "_row") for p in self.programs}
         self._batches = {p.name: getattr(self.module, p.name + "_batch") for p in self.programs}
         self._hessian_function: CompiledFunction | None = None
+
+    def _choose_strategy(self, strategy: str) -> str:
+        if self.backend == "python":
+            if strategy == "tape":
+                raise ValueError("the tape runs on the Numba interpreter: use backend='numba'")
+            return "straight"
+        from .tape import choose_strategy
+
+        return choose_strategy(self.programs, strategy)
 
     # -- points -----------------------------------------------------------------------------
     def _point(self, values: tuple, named: dict) -> np.ndarray:
@@ -195,7 +219,7 @@ class CompiledFunction:
             if self._hessian_function is None:  # built on first use, then kept
                 self._hessian_function = CompiledFunction(
                     self.outputs[0], self.args, wrt=self.wrt, backend=self.backend,
-                    hessian=True, cache_dir=self.cache_dir)
+                    hessian=True, cache_dir=self.cache_dir, strategy=self.strategy)
             return self._hessian_function.hessian(*values, **named)
         n = self._k
         out = self._run("value_grad_hess", 1 + n + n * n, values, named)
@@ -226,13 +250,15 @@ class CompiledFunction:
 
 
 def compile(expr: Any, args: Any = None, *, wrt: Any = None, backend: str = "numba",
-            hessian: bool = False, cache_dir: str | os.PathLike | None = None
-            ) -> CompiledFunction:
+            hessian: bool = False, cache_dir: str | os.PathLike | None = None,
+            strategy: str = "auto") -> CompiledFunction:
     """Compile `expr` (a Node, text, SymPy expression, or a list of them).
 
     `args` are the kernel's inputs in order (default: the free symbols by name); derivatives
     are taken with respect to `wrt` (default: all of `args`), e.g. a model's parameters while
-    its data stay plain inputs.
+    its data stay plain inputs. With the Numba backend, `strategy` picks straight-line kernels
+    ("straight") or the instruction tape run by one cached interpreter ("tape", whose compile
+    time does not grow with the expression); "auto" takes the tape for very large programs.
     """
     return CompiledFunction(expr, args, wrt=wrt, backend=backend, hessian=hessian,
-                            cache_dir=cache_dir)
+                            cache_dir=cache_dir, strategy=strategy)

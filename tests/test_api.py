@@ -145,3 +145,19 @@ def test_empty_wrt_compiles_only_the_value_kernel_and_gives_empty_derivatives(ba
     assert fn.value_and_grad(np.ones((4, 2)))[1].shape == (4, 0)
     vector = sg.compile([x * y, x + y], [x, y], wrt=[], backend=backend)
     assert vector.jacobian(np.ones((3, 2))).shape == (3, 2, 0)
+
+
+def test_tape_strategy_agrees_with_straight_line_kernels_and_prints_its_steps():
+    f = sg.exp(x * y) + sg.sin(x) / y + sg.hypot(x, z) * sg.where(x > y, z, x)
+    tape = sg.compile(f, [x, y, z], strategy="tape", hessian=True)
+    straight = sg.compile(f, [x, y, z], strategy="straight", hessian=True)
+    assert (tape.strategy, straight.strategy) == ("tape", "straight")
+    points = np.random.default_rng(3).uniform(-2, 2, size=(20, 3))
+    for ours, theirs in zip(tape.value_and_grad(points), straight.value_and_grad(points)):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-13)
+    np.testing.assert_allclose(tape.hessian(points), straight.hessian(points), rtol=1e-13)
+    assert "exp(" in tape.source and tape.path is None
+    with pytest.raises(ValueError, match="Numba interpreter"):
+        sg.compile(f, [x, y, z], backend="python", strategy="tape")
+    with pytest.raises(ValueError, match="unknown strategy"):
+        sg.compile(f, [x, y, z], strategy="fastest")

@@ -120,4 +120,5 @@ def test_text_sympy_and_names_are_accepted_wherever_an_expression_or_symbol_is()
     assert sg.grad("x**2 + 2*x + 1", "x") == [2 * x + 2]
     assert sg.diff("x**3", "x", 2) is 6 * x
     sx = sympy.Symbol("x")
-    assert sg.hessian(sx**2 * sympy.Symbol("y"), ["x", "y"]) == [[2 * y, 2 * x], [2 * x, sg.const(0)]]
+    hessian = sg.hessian(sx**2 * sympy.Symbol("y"), ["x", "y"])
+    assert hessian == [[2 * y, 2 * x], [2 * x, sg.const(0)]]
