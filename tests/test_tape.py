@@ -7,12 +7,14 @@ arithmetic in the same order, so the numbers are equal bit for bit), the Python 
 
 from __future__ import annotations
 
+import importlib.util
 import inspect
 import math
 import pickle
 import random
 import re
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -25,7 +27,15 @@ from symgraph.api import build_programs
 from symgraph.graph import apply, count_ops
 from symgraph.ops import OPS
 from symgraph.schedule import Program, Step
-from symgraph.tape import TapeModule, build_tape, build_tape_module, lane_width
+from symgraph.tape import (
+    LANE_BUDGET,
+    TAPE_THRESHOLD_OPS,
+    TapeModule,
+    build_tape,
+    build_tape_module,
+    choose_strategy,
+    lane_width,
+)
 
 from .corpus import CORPUS
 from .strategies import expressions, points
@@ -213,7 +223,7 @@ def test_registers_are_reused_along_a_long_chain():
     # Reverse mode keeps one forward value per link (cos(u), 1 - tanh(u)**2...) for the way
     # back; nothing else stays.
     assert len(value_grad.opcodes) > 35_000 and value_grad.n_registers <= 5_000 + 10
-    assert value_grad.n_registers * lane_width(value_grad.n_registers) <= 1 << 17
+    assert value_grad.n_registers * lane_width(value_grad.n_registers) <= LANE_BUDGET
 
 
 def test_source_prints_one_readable_line_per_instruction_deterministically():
@@ -296,3 +306,33 @@ def test_a_50000_node_expression_runs_on_the_tape_like_the_python_backend():
         fn.module.value_grad_row(x, expected[i])
     assert np.isfinite(expected).all()
     _same(rows, expected)  # the same C library and the same order of operations
+
+
+def test_auto_strategy_picks_the_tape_above_the_threshold():
+    x, y = sg.symbols("x y")
+    small = build_programs([sg.sin(x) * y], [x, y], [x, y], True, False)
+    big = build_programs([sg.add(*[sg.sin(x * (1 + i / 7)) for i in range(TAPE_THRESHOLD_OPS)])],
+                         [x, y], [x, y], True, False)
+    assert choose_strategy(small) == "straight" and choose_strategy(big) == "tape"
+    assert choose_strategy(big, "straight") == "straight"
+    assert choose_strategy(small, "tape") == "tape"
+    with pytest.raises(ValueError, match="strategy"):
+        choose_strategy(small, "jit")
+
+
+def test_scale_benchmark_children_and_report_run():
+    # The benchmark's own measurements, at a tiny size, in this process (no subprocesses).
+    path = Path(__file__).resolve().parent.parent / "benchmarks" / "scale.py"
+    spec = importlib.util.spec_from_file_location("scale_benchmark", path)
+    scale = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(scale)
+    key = {"workload": "sum", "size": 150}
+    runs = [{"kind": "pipeline", **key, **scale.child_pipeline("sum", 150)},
+            {"kind": "frontends", **key, **scale.child_frontends("sum", 150)},
+            {"kind": "straight", **key, "timeout": 1.0}]
+    assert runs[0]["finite"] and runs[0]["nodes"] >= 140
+    assert runs[1]["parsed_nodes"] == runs[1]["nodes"]
+    meta = dict(command="test", machine="m", cores=1, load=0.0, python="3", numpy="2",
+                numba="0", commit="c")
+    text = scale.markdown({"meta": meta, "runs": runs})
+    assert f"| sum | {runs[0]['nodes']:,} | {runs[0]['steps'][1]:,} | > 1 s (stopped)" in text

@@ -1,0 +1,520 @@
+"""Scale: straight-line Numba kernels vs the tape, stage times, peak memory, CasADi, from 10^3 to
+5 * 10^5 expression nodes.
+
+    python benchmarks/scale.py             # default sizes, < 10 minutes; writes results/scale.md
+    python benchmarks/scale.py --quick     # small sizes, seconds (the test suite runs this)
+    python benchmarks/scale.py --sizes 1000,50000 --workloads dag --straight-max 1000
+
+Every measurement runs in a fresh child process (clean peak memory; a straight-line compile
+that would take too long is stopped at --straight-timeout). Workloads, sized by distinct
+operation nodes (`count_ops`):
+
+* ``dag``: a shared random DAG (each node reuses recent and arbitrary earlier ones), values
+  bounded on [-1, 1]^5, so no overflow turns timings into NaN timings;
+* ``sum``: sum_i c_i tanh(u_i x_j + sin(v_i x_k)) over 10 inputs: a tree (prints and goes
+  through SymPy in linear size), whose gradient is 10 very wide sums.
+
+Times are the best of a few repeats; "per point" is one value-and-gradient evaluation.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import platform
+import random
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "results" / "scale.md"
+UNARY = ("sin", "cos", "atan", "sigmoid")
+
+
+# -- workloads ------------------------------------------------------------------------------------
+
+
+def dag(size: int, seed: int = 5):
+    from symgraph.functions import FUNCTIONS as F
+    from symgraph.graph import apply, count_ops, symbols
+
+    rng = random.Random(seed)
+    leaves = list(symbols("x0 x1 x2 x3 x4"))
+    pool, used = list(leaves), set()
+    f = leaves[0]
+    while count_ops(f) < size:  # a few rounds: folding and sharing make counts uneven
+        for _ in range(int((size - count_ops(f)) * 0.6) + 1):
+            a, b = rng.choice(pool[-50:]), rng.choice(pool)
+            kind = rng.random()
+            if kind < 0.35:
+                node, args = 0.5 * (a + b), (a, b)  # averages and products with tanh
+            elif kind < 0.7:
+                node, args = a * F["tanh"](b), (a, b)  # keep |values| <= 1.6
+            else:
+                node, args = apply(rng.choice(UNARY), a), (a,)
+            used.update(id(n) for n in args)
+            pool.append(node)
+        f = apply("add", *[n for n in pool if n.args and id(n) not in used])
+    return f, leaves
+
+
+def sum_of_terms(size: int, seed: int = 6):
+    from symgraph.functions import FUNCTIONS as F
+    from symgraph.graph import apply, symbols
+
+    rng = random.Random(seed)
+    xs = list(symbols(" ".join(f"x{i}" for i in range(10))))
+    terms = []
+    for i in range(max(1, size // 6)):
+        u, v, c = (rng.uniform(0.1, 1.0) for _ in range(3))
+        inner = u * xs[i % 10] + F["sin"](v * xs[(i * 7 + 3) % 10])
+        terms.append(c * F["tanh"](inner))
+    return apply("add", *terms), xs
+
+
+WORKLOADS = {"dag": dag, "sum": sum_of_terms}
+
+
+# -- measuring ----------------------------------------------------------------------------------
+
+
+def best_time(fn, repeats: int = 3, min_seconds: float = 0.1) -> float:
+    """Seconds per call: calls batched to last at least `min_seconds`, best of `repeats`."""
+    calls = 1
+    while True:
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        elapsed = time.perf_counter() - start
+        if elapsed >= min_seconds or calls >= 1 << 20:
+            break
+        calls *= 4
+    times = [elapsed / calls]
+    for _ in range(repeats - 1):
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        times.append((time.perf_counter() - start) / calls)
+    return min(times)
+
+
+def timed(fn, *args, **kwargs):
+    start = time.perf_counter()
+    result = fn(*args, **kwargs)
+    return time.perf_counter() - start, result
+
+
+def rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
+
+
+def programs_for(f, xs):
+    """The value and value-and-gradient programs, as api.build_programs makes them, with the
+    gradient built separately so each stage is timed on its own."""
+    from symgraph.differentiate import grad
+    from symgraph.schedule import schedule
+
+    names = [x.value for x in xs]
+    t_grad, gradient = timed(lambda: grad(f, xs))
+    slots = [("f", f)] + [(f"df_d{n}", g) for n, g in zip(names, gradient)]
+    t_schedule, programs = timed(lambda: [schedule("value", [("f", f)], xs, names),
+                                          schedule("value_grad", slots, xs, names)])
+    return t_grad, t_schedule, programs
+
+
+def points(n_inputs: int, rows: int) -> np.ndarray:
+    return np.random.default_rng(0).uniform(-1.0, 1.0, (rows, n_inputs))
+
+
+# -- children: one measurement each, in a fresh process ------------------------------------------
+
+
+def child_pipeline(workload: str, size: int) -> dict:
+    """Expression -> gradient -> programs -> source text -> tape -> values, stage by stage."""
+    from symgraph.emit_numba import emit_numba
+    from symgraph.emit_python import emit_python
+    from symgraph.graph import count_ops
+    from symgraph.tape import build_tape_module
+
+    t_load, _ = timed(lambda: _warm_interpreter(build_tape_module))  # once per process
+    base = rss_mb()
+    t_build, (f, xs) = timed(lambda: WORKLOADS[workload](size))
+    nodes = count_ops(f)
+    start = time.perf_counter() - t_load  # end to end: expression -> first gradient value
+    t_grad, t_schedule, programs = programs_for(f, xs)
+    t_tape, module = timed(lambda: build_tape_module(programs))
+    X = points(len(xs), 64)
+    out = np.empty((64, 1 + len(xs)))
+    t_first, _ = timed(lambda: module.value_grad_row(X[0], out[0]))
+    e2e = time.perf_counter() - start
+    names = [x.value for x in xs]
+    t_emit_numba, _ = timed(lambda: emit_numba(programs, "f", [], names, "scale"))
+    t_emit_python, _ = timed(lambda: emit_python(programs, "f", [], names, "scale"))
+    tape = module.tapes["value_grad"]
+    row = best_time(lambda: module.value_grad_row(X[1], out[1]))
+    rows = max(64, min(4096, int(0.2 / max(row, 1e-9))))
+    XB, OB = points(len(xs), rows), np.empty((rows, 1 + len(xs)))
+    batch = best_time(lambda: module.value_grad_batch(XB, OB), min_seconds=0) / rows
+    module.value_grad_batch(X, out)
+    return dict(nodes=nodes, build=t_build, grad=t_grad, schedule=t_schedule, tape=t_tape,
+                first_call=t_first, e2e=e2e, emit_numba=t_emit_numba, emit_python=t_emit_python,
+                steps=[len(p.steps) for p in programs], ops=[p.op_count for p in programs],
+                interpreter_load=t_load, instructions=len(tape.opcodes),
+                registers=tape.n_registers, row=row, batch=batch, finite=bool(
+                    np.isfinite(out).all()), rss_base=base, rss_peak=rss_mb())
+
+
+def _warm_interpreter(build_tape_module) -> None:
+    from symgraph.schedule import Program, Step
+
+    program = Program("value_grad", ("x",), (Step("t0", "sin", ("x",)),), (("f", "t0"),))
+    module = build_tape_module([program])
+    module.value_grad_row(np.ones(1), np.empty(1))
+    module.value_grad_batch(np.ones((2, 1)), np.empty((2, 1)))
+
+
+def sympy_sum_of_terms(size: int, seed: int = 6):
+    """`sum_of_terms` built in SymPy directly (to_sympy takes ~0.4 ms per node)."""
+    import sympy as sp
+
+    rng = random.Random(seed)
+    xs = sp.symbols(" ".join(f"x{i}" for i in range(10)), real=True)
+    terms = []
+    for i in range(max(1, size // 6)):
+        u, v, c = (sp.Float(rng.uniform(0.1, 1.0)) for _ in range(3))
+        terms.append(c * sp.tanh(u * xs[i % 10] + sp.sin(v * xs[(i * 7 + 3) % 10])))
+    return sp.Add(*terms, evaluate=False)
+
+
+def child_frontends(workload: str, size: int) -> dict:
+    """Text -> parse and SymPy -> from_sympy, each into an empty node table."""
+    from symgraph.graph import count_ops
+    from symgraph.parser import parse
+    from symgraph.printer import to_text
+    from symgraph.sympy_bridge import from_sympy, to_sympy
+
+    f, _ = WORKLOADS[workload](size)
+    nodes = count_ops(f)
+    t_print, text = timed(to_text, f, max_length=None)
+    t_to_sympy = timed(to_sympy, f)[0] if size <= 50_000 else None
+    del f
+    gc.collect()  # the interned nodes die: parsing builds every node anew
+    t_parse, parsed = timed(parse, text)
+    parsed_nodes = count_ops(parsed)
+    del parsed
+    gc.collect()
+    t_from_sympy = sympy_nodes = None
+    if workload == "sum":  # a DAG through SymPy expands: 0.5*(a + b) distributes
+        t_from_sympy, converted = timed(from_sympy, sympy_sum_of_terms(size))
+        sympy_nodes = count_ops(converted)
+    return dict(nodes=nodes, chars=len(text), print=t_print, parse=t_parse,
+                parsed_nodes=parsed_nodes, to_sympy=t_to_sympy, from_sympy=t_from_sympy,
+                sympy_nodes=sympy_nodes, rss_peak=rss_mb())
+
+
+def child_straight(workload: str, size: int) -> dict:
+    """The straight-line Numba module: emit, import, compile on first call, evaluate."""
+    from symgraph.compiler import load_source
+    from symgraph.emit_numba import emit_numba
+    from symgraph.graph import count_ops
+
+    f, xs = WORKLOADS[workload](size)
+    start = time.perf_counter()
+    _, _, programs = programs_for(f, xs)
+    source = emit_numba(programs, "f", [], [x.value for x in xs], "scale")
+    t_load, (module, _) = timed(lambda: load_source(source))
+    X = points(len(xs), 64)
+    out = np.empty((64, 1 + len(xs)))
+    t_compile, _ = timed(lambda: module.value_grad_row(X[0], out[0]))
+    e2e = time.perf_counter() - start
+    t_compile_batch, _ = timed(lambda: module.value_grad_batch(X, out))
+    row = best_time(lambda: module.value_grad_row(X[1], out[1]))
+    rows = max(64, min(4096, int(0.2 / max(row, 1e-9))))
+    XB, OB = points(len(xs), rows), np.empty((rows, 1 + len(xs)))
+    batch = best_time(lambda: module.value_grad_batch(XB, OB), min_seconds=0) / rows
+    return dict(nodes=count_ops(f), steps=len(programs[1].steps), ops=programs[1].op_count,
+                load=t_load,
+                compile=t_compile, compile_batch=t_compile_batch, e2e=e2e, row=row,
+                batch=batch, rss_peak=rss_mb())
+
+
+def _to_casadi(f, xs):
+    """symgraph DAG -> CasADi SX, iteratively, each distinct node once (benchmarks only)."""
+    import casadi as ca
+
+    from symgraph.graph import topological_order
+
+    x = ca.SX.sym("x", len(xs))
+    unary = {"sin": ca.sin, "cos": ca.cos, "tanh": ca.tanh, "atan": ca.atan, "exp": ca.exp,
+             "log": ca.log, "sqrt": ca.sqrt, "neg": lambda a: -a,
+             "sigmoid": lambda a: 1 / (1 + ca.exp(-a))}
+    binary = {"div": lambda a, b: a / b, "pow": lambda a, b: a ** b}
+    value = {id(s): x[i] for i, s in enumerate(xs)}
+    for node in topological_order([f]):
+        if node.op == "const":
+            value[id(node)] = ca.SX(node.value)
+        elif node.args:
+            args = [value[id(a)] for a in node.args]
+            if node.op in ("add", "mul"):
+                acc = args[0]
+                for a in args[1:]:
+                    acc = acc + a if node.op == "add" else acc * a
+                value[id(node)] = acc
+            elif node.op in unary:
+                value[id(node)] = unary[node.op](*args)
+            else:
+                value[id(node)] = binary[node.op](*args)
+    return x, value[id(f)]
+
+
+def child_casadi(workload: str, size: int) -> dict:
+    import casadi as ca
+
+    from symgraph.graph import count_ops
+
+    f, xs = WORKLOADS[workload](size)
+    t_convert, (x, expr) = timed(lambda: _to_casadi(f, xs))
+    t_function, fn = timed(lambda: ca.Function("f", [x], [expr, ca.gradient(expr, x)]))
+    X = points(len(xs), 2)
+    t_first, _ = timed(lambda: fn(X[0]))
+    value, gradient = fn(X[1])
+    row = best_time(lambda: fn(X[1]))
+    return dict(nodes=count_ops(f), convert=t_convert, function=t_function, first=t_first,
+                row=row, instructions=fn.n_instructions(), version=ca.__version__,
+                check=[float(value)] + np.asarray(gradient).ravel().tolist())
+
+
+def child_interpreter() -> dict:
+    """The interpreter's one-time compile (Numba cache sent to an empty folder) and a load."""
+    import symgraph as sg
+    from symgraph.api import build_programs
+    from symgraph.tape import build_tape_module
+
+    x, y = sg.symbols("x y")
+    module = build_tape_module(build_programs([sg.sin(x) * y], [x, y], [x, y], True, False))
+    out = np.empty((4, 3))
+    t_row, _ = timed(lambda: module.value_grad_row(np.ones(2), out[0]))
+    t_batch, _ = timed(lambda: module.value_grad_batch(np.ones((4, 2)), out))
+    return dict(row=t_row, batch=t_batch)
+
+
+CHILDREN = {"pipeline": child_pipeline, "frontends": child_frontends,
+            "straight": child_straight, "casadi": child_casadi}
+
+
+# -- the parent --------------------------------------------------------------------------------
+
+
+def run_child(kind: str, args: list[str], timeout: float, env: dict) -> dict:
+    command = [sys.executable, str(Path(__file__).resolve()), "--child", kind, *args]
+    start = time.perf_counter()
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env)
+    except subprocess.TimeoutExpired:
+        return {"timeout": timeout}
+    if done.returncode != 0:
+        return {"error": (done.stderr.strip().splitlines() or ["?"])[-1][:200]}
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    result["wall"] = time.perf_counter() - start
+    return result
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes (seconds)")
+    parser.add_argument("--sizes", help="comma-separated node counts")
+    parser.add_argument("--workloads", default="dag,sum")
+    parser.add_argument("--straight-max", type=int, default=5_000,
+                        help="largest size compiled as a straight-line Numba kernel")
+    parser.add_argument("--straight-timeout", type=float, default=300.0)
+    parser.add_argument("--frontend-workloads", default="sum",
+                        help="workloads timed through text and SymPy (only sum prints small)")
+    parser.add_argument("--casadi-size", type=int, default=50_000)
+    parser.add_argument("--output", type=Path, default=RESULTS)
+    parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> dict:
+    args = parse_args(argv)
+    if args.child:
+        kind, *rest = args.child
+        result = child_interpreter() if kind == "interpreter" else CHILDREN[kind](
+            rest[0], int(rest[1]))
+        print(json.dumps(result))
+        return result
+    sizes = [int(s) for s in (args.sizes or ("300" if args.quick else
+                                             "1000,5000,50000,500000")).split(",")]
+    straight_max = min(args.straight_max, 300) if args.quick else args.straight_max
+    casadi_size = min(args.casadi_size, max(sizes)) if args.quick else args.casadi_size
+    cache = tempfile.mkdtemp(prefix="symgraph-scale-")
+    env = {**os.environ, "SYMGRAPH_CACHE_DIR": cache}  # cold straight-line compiles
+    results: dict = {"meta": meta(args, sizes), "runs": []}
+    started = time.perf_counter()
+
+    def record(kind: str, workload: str, size: int, result: dict) -> None:
+        results["runs"].append({"kind": kind, "workload": workload, "size": size, **result})
+        print(f"[{time.perf_counter() - started:6.0f} s] {kind:9} {workload:4} {size:>7}: "
+              f"{ {k: v for k, v in result.items() if not isinstance(v, list)} }", flush=True)
+
+    if not args.quick:  # the interpreter's one-time compile, into an empty Numba cache
+        cold_env = {**env, "NUMBA_CACHE_DIR": tempfile.mkdtemp(prefix="symgraph-numba-")}
+        record("interpreter", "-", 0, run_child("interpreter", [], 600, cold_env))
+        record("interpreter-warm", "-", 0, run_child("interpreter", [], 600, cold_env))
+    for workload in args.workloads.split(","):
+        for size in sizes:
+            record("pipeline", workload, size, run_child("pipeline", [workload, str(size)],
+                                                         3600, env))
+            if workload in args.frontend_workloads.split(","):
+                record("frontends", workload, size, run_child(
+                    "frontends", [workload, str(size)], 3600, env))
+            if size <= straight_max:
+                record("straight", workload, size, run_child(
+                    "straight", [workload, str(size)], args.straight_timeout, env))
+            if size == casadi_size and workload == "dag":
+                record("casadi", workload, size, run_child("casadi", [workload, str(size)],
+                                                           900, env))
+    results["meta"]["minutes"] = (time.perf_counter() - started) / 60
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(markdown(results), encoding="utf-8")
+    print(f"wrote {args.output}")
+    return results
+
+
+# -- the report ----------------------------------------------------------------------------------
+
+
+def _s(t) -> str:
+    if t is None:
+        return "-"
+    return f"{t * 1e6:.1f} µs" if t < 1e-3 else f"{t * 1e3:.1f} ms" if t < 1 else f"{t:.2f} s"
+
+
+def _runs(results: dict, kind: str) -> list[dict]:
+    return [r for r in results["runs"] if r["kind"] == kind]
+
+
+def _find(results: dict, kind: str, workload: str, size: int) -> dict:
+    return next((r for r in _runs(results, kind) if (r["workload"], r["size"]) ==
+                 (workload, size)), {})
+
+
+def _failed(r: dict) -> str | None:
+    if "timeout" in r:
+        return f"> {r['timeout']:.0f} s (stopped)"
+    return f"failed: {r['error']}" if "error" in r else None
+
+
+def _extrapolate(results: dict, workload: str, ops: int) -> float | None:
+    """Straight-line compile time at `ops` operations, from a power law through the two
+    largest measured sizes of the workload."""
+    done = sorted((r["ops"], r["compile"]) for r in _runs(results, "straight")
+                  if r["workload"] == workload and "compile" in r)
+    if len(done) < 2 or done[-1][0] == done[-2][0]:
+        return None
+    (o1, t1), (o2, t2) = done[-2:]
+    return t2 * (ops / o2) ** (np.log(t2 / t1) / np.log(o2 / o1))
+
+
+def markdown(results: dict) -> str:
+    m = results["meta"]
+    out = ["# Scale: straight-line kernels vs the tape, stage by stage", "",
+           f"`{m['command']}` on {m['machine']}, {m['cores']} cores (load average "
+           f"{m['load']:.1f} at the start: other jobs shared the machine), Python {m['python']},"
+           f" NumPy {m['numpy']}, Numba {m['numba']}, commit {m['commit']}; "
+           f"{m.get('minutes', 0):.1f} minutes. Nodes are distinct operation nodes of f "
+           "(`count_ops`); per point = one value-and-gradient evaluation; batch = per point "
+           "in a parallel batch.", ""]
+    out += ["## Kernels for value and gradient", "",
+            "| workload | nodes | gradient steps | straight: compile (row) | compile (batch) "
+            "| per point | batch per point | tape: build | instructions | registers "
+            "| per point | batch per point | tape / straight per point |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for p in _runs(results, "pipeline"):
+        if _failed(p):
+            out.append(f"| {p['workload']} | {p['size']} | {_failed(p)} |")
+            continue
+        st = _find(results, "straight", p["workload"], p["size"])
+        guess = _extrapolate(results, p["workload"], p["ops"][1])
+        straight = ([_failed(st), "", "", ""] if _failed(st) else
+                    [f"≈ {_s(guess)} (extrapolated)" if guess else "not run"] + [""] * 3
+                    if not st else [_s(st["compile"]), _s(st["compile_batch"]), _s(st["row"]),
+                                    _s(st["batch"])])
+        ratio = f"{p['row'] / st['row']:.1f}x" if st and not _failed(st) else "-"
+        out.append(f"| {p['workload']} | {p['nodes']:,} | {p['steps'][1]:,} | "
+                   + " | ".join(straight) + f" | {_s(p['tape'])} | {p['instructions']:,} | "
+                   f"{p['registers']:,} | {_s(p['row'])} | {_s(p['batch'])} | {ratio} |")
+    interp = _runs(results, "interpreter") + _runs(results, "interpreter-warm")
+    if len(interp) == 2 and not any(_failed(r) for r in interp):
+        cold, warm = interp
+        out += ["", f"The interpreter compiles once per machine: {_s(cold['row'])} (row) + "
+                f"{_s(cold['batch'])} (batch) the first time; a new process loads it from "
+                f"Numba's cache in {_s(warm['row'] + warm['batch'])}."]
+    out += ["", "## End to end: expression to first gradient value", "",
+            "| workload | nodes | tape | straight-line Numba |", "|---|---:|---:|---:|"]
+    for p in _runs(results, "pipeline"):
+        if not _failed(p):
+            st = _find(results, "straight", p["workload"], p["size"])
+            out.append(f"| {p['workload']} | {p['nodes']:,} | {_s(p['e2e'])} | "
+                       f"{_failed(st) or (_s(st['e2e']) if st else 'not run')} |")
+    out += ["", "## Stages (seconds; µs per node in parentheses)", "",
+            "| workload | nodes | build | print text | parse | to_sympy | from_sympy | grad "
+            "| schedule | emit Numba | emit Python | tape |", "|---|" + "---:|" * 11]
+    for p in _runs(results, "pipeline"):
+        if _failed(p):
+            continue
+        fe = _find(results, "frontends", p["workload"], p["size"])
+        fe = {} if _failed(fe) else fe
+        cells = [fe.get(k) for k in ("print", "parse", "to_sympy", "from_sympy")]
+        cells = [p["build"]] + cells + [p[k] for k in ("grad", "schedule", "emit_numba",
+                                                       "emit_python", "tape")]
+        out.append(f"| {p['workload']} | {p['nodes']:,} | " + " | ".join(
+            "-" if c is None else f"{c:.3g} ({c / p['nodes'] * 1e6:.0f})" for c in cells) + " |")
+    out += ["", "## Peak memory (resident set of the measuring process)", "",
+            "| workload | nodes | peak | above the imports | per node |",
+            "|---|---:|---:|---:|---:|"]
+    for p in _runs(results, "pipeline"):
+        if not _failed(p):
+            grown = p["rss_peak"] - p["rss_base"]
+            out.append(f"| {p['workload']} | {p['nodes']:,} | {p['rss_peak']:.0f} MB | "
+                       f"{grown:.0f} MB | {grown * 2**20 / p['nodes'] / 1024:.1f} KB |")
+    for c in _runs(results, "casadi"):
+        p = _find(results, "pipeline", c["workload"], c["size"])
+        if _failed(c) or not p:
+            out += ["", f"CasADi: {_failed(c)}"]
+            continue
+        out += ["", f"## CasADi {c['version']} on the same {c['nodes']:,}-node expression", "",
+                "| | build (convert + gradient + Function) | per gradient | batch per point |",
+                "|---|---:|---:|---:|",
+                f"| CasADi SX Function | {_s(c['convert'] + c['function'])} | {_s(c['row'])} | - |",
+                f"| symgraph tape | {_s(p['grad'] + p['schedule'] + p['tape'])} | "
+                f"{_s(p['row'])} | {_s(p['batch'])} |",
+                "", f"CasADi VM instructions: {c['instructions']:,}; tape instructions: "
+                f"{p['instructions']:,}. CasADi / tape per gradient: {c['row'] / p['row']:.2f}x."]
+    return "\n".join(out) + "\n"
+
+
+def meta(args: argparse.Namespace, sizes: list[int]) -> dict:
+    import numba
+
+    try:
+        commit = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=HERE,
+                                capture_output=True, text=True).stdout.strip()
+    except OSError:
+        commit = "?"
+    return dict(python=platform.python_version(), numpy=np.__version__,
+                numba=numba.__version__, machine=platform.machine(), cores=os.cpu_count(),
+                load=os.getloadavg()[0], commit=commit, sizes=sizes, quick=args.quick,
+                command="python benchmarks/scale.py" + (" --quick" if args.quick else ""))
+
+
+if __name__ == "__main__":
+    main()
