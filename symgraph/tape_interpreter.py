@@ -254,6 +254,9 @@ class Tape:
         return replace(self, steps=())
 
 
+_ARITY = {name: 2 if spec.arity < 0 else spec.arity for name, spec in OPS.items()}
+
+
 def tape_text(tape: Tape) -> str:
     """The tape as readable steps, one line per instruction: ``r12 = sin(r3)    # t4``."""
     lines = [f"# tape {tape.name}: {tape.n_inputs} inputs, {len(tape.constants)} constants, "
@@ -263,18 +266,20 @@ def tape_text(tape: Tape) -> str:
               for i, name in enumerate(tape.input_names)]
     lines += [f"r{tape.n_inputs + j} = {value!r}"
               for j, value in enumerate(tape.constants.tolist())]
-    arity = {name: 2 if OPS[name].arity < 0 else OPS[name].arity for name in OP_NAMES
-             if name in OPS}
-    arity["sub"] = 2
-    for op, row, target, step in zip(tape.opcodes.tolist(), tape.operands.tolist(),
-                                     tape.targets.tolist(), tape.step_of.tolist()):
-        name = INSTRUCTION_NAMES[op]
-        args = ", ".join(f"r{r}" for r in row[:arity[name]])
-        line = f"r{target} = {name}({args})"
+    forms = [f"r{{}} = {name}(r{{}})" if _ARITY.get(name, 2) == 1 else
+             f"r{{}} = {name}(r{{}}, r{{}})" if _ARITY.get(name, 2) == 2 else
+             f"r{{}} = {name}(r{{}}, r{{}}, r{{}})" for name in INSTRUCTION_NAMES]
+    notes: dict[int, str] = {}  # a chain's instructions share their step's note
+    for op, (a, b, c), target, step in zip(tape.opcodes.tolist(), tape.operands.tolist(),
+                                           tape.targets.tolist(), tape.step_of.tolist()):
+        line = forms[op].format(target, a, b, c)
         if tape.steps and step >= 0:
-            s = tape.steps[step]
-            note = f"{s.target}: {s.comment}" if s.comment else s.target
-            line += f"    # {comment_text(note, 80)}"
+            note = notes.get(step)
+            if note is None:
+                s = tape.steps[step]
+                note = notes[step] = "    # " + comment_text(
+                    f"{s.target}: {s.comment}" if s.comment else s.target, 80)
+            line += note
         lines.append(line)
     lines += [f"out[{k}] = r{r}    # {comment_text(label, 60)}"
               for k, (label, r) in enumerate(zip(tape.output_labels, tape.outputs.tolist()))]

@@ -3,8 +3,6 @@ arrays give the in-memory batch's numbers bit for bit. Skipped without the `dask
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import numpy as np
 import pytest
 
@@ -15,9 +13,7 @@ import dask  # noqa: E402
 
 import symgraph as sg  # noqa: E402
 from symgraph import dask_support  # noqa: E402
-from symgraph.api import build_programs  # noqa: E402
 from symgraph.dask_support import kernel_of, map_dask  # noqa: E402
-from symgraph.tape import build_tape_module  # noqa: E402
 
 x, y, z = sg.symbols("x y z")
 F = sg.exp(x * y) * sg.sin(z) + sg.hypot(x, z) / (1 + y**2) + sg.where(x > y, z, x)
@@ -66,14 +62,13 @@ def test_python_backend_vector_function_jacobian(client, points):
 
 def test_tape_kernels_travel_as_arrays(client, points):
     X, dX = points
-    programs = build_programs([F], [x, y, z], [x, y, z], True, False)
-    module = build_tape_module(programs)
-    fn = SimpleNamespace(module=module, programs=programs, source=module.source, scalar=True)
+    fn = sg.compile(F, [x, y, z], strategy="tape")
     kernel = kernel_of(fn)
     assert kernel.source is None and all(not t.steps for t in kernel.tapes)
-    expected = np.empty((len(X), 4))
-    module.value_grad_batch(X, expected)
-    np.testing.assert_array_equal(map_dask(fn, dX, "value_grad").compute(), expected)
+    values, grads = dask.compute(*map_dask(fn, dX, "value_and_grad"))
+    expected_values, expected_grads = fn.value_and_grad(X)
+    np.testing.assert_array_equal(values, expected_values)
+    np.testing.assert_array_equal(grads, expected_grads)
     _both_workers_loaded(client, kernel.key)
 
 
