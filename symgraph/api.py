@@ -167,14 +167,22 @@ class CompiledFunction:
     def _run(self, kernel: str, size: int, values: tuple, named: dict) -> np.ndarray:
         if kernel not in self._rows:  # no derivative kernels (wrt=[]): derivatives are empty
             kernel, size = "value", self._m
-        if not named and len(values) == self._n:
-            for v in values:
-                if type(v) is not float:
-                    break
-            else:  # fast path: plain floats go to the kernel as a tuple, no array is built
-                out = np.empty(size)
-                self._rows[kernel](values, out)
-                return out
+        if not named:  # fast paths: a point the kernel takes as it is, with no checks to make
+            if len(values) == self._n:
+                for v in values:
+                    if type(v) is not float:
+                        break
+                else:  # plain floats go to the kernel as a tuple: no array is built
+                    out = np.empty(size)
+                    self._rows[kernel](values, out)
+                    return out
+            if len(values) == 1:
+                x = values[0]
+                if (type(x) is np.ndarray and x.ndim == 1 and x.shape[0] == self._n
+                        and x.dtype.char == "d" and x.flags.c_contiguous):
+                    out = np.empty(size)
+                    self._rows[kernel](x, out)
+                    return out
         x = self._point(values, named)
         if x.ndim == 1:
             out = np.empty(size)
