@@ -2,7 +2,7 @@
 5 * 10^5 expression nodes.
 
     python benchmarks/scale.py             # default sizes, < 10 minutes; writes results/scale.md
-    python benchmarks/scale.py --quick     # small sizes, seconds (the test suite runs this)
+    python benchmarks/scale.py --quick     # one small size, seconds
     python benchmarks/scale.py --sizes 1000,50000 --workloads dag --straight-max 1000
 
 Every measurement runs in a fresh child process (clean peak memory; a straight-line compile
@@ -20,8 +20,10 @@ Times are the best of a few repeats; "per point" is one value-and-gradient evalu
 from __future__ import annotations
 
 import argparse
+import functools
 import gc
 import json
+import operator
 import os
 import platform
 import random
@@ -86,24 +88,20 @@ WORKLOADS = {"dag": dag, "sum": sum_of_terms}
 # -- measuring ----------------------------------------------------------------------------------
 
 
+def _loop(fn, calls: int) -> float:
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    return time.perf_counter() - start
+
+
 def best_time(fn, repeats: int = 3, min_seconds: float = 0.1) -> float:
     """Seconds per call: calls batched to last at least `min_seconds`, best of `repeats`."""
-    calls = 1
-    while True:
-        start = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        elapsed = time.perf_counter() - start
-        if elapsed >= min_seconds or calls >= 1 << 20:
-            break
+    calls, elapsed = 1, _loop(fn, 1)
+    while elapsed < min_seconds and calls < 1 << 20:
         calls *= 4
-    times = [elapsed / calls]
-    for _ in range(repeats - 1):
-        start = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        times.append((time.perf_counter() - start) / calls)
-    return min(times)
+        elapsed = _loop(fn, calls)
+    return min([elapsed] + [_loop(fn, calls) for _ in range(repeats - 1)]) / calls
 
 
 def timed(fn, *args, **kwargs):
@@ -134,6 +132,22 @@ def points(n_inputs: int, rows: int) -> np.ndarray:
     return np.random.default_rng(0).uniform(-1.0, 1.0, (rows, n_inputs))
 
 
+def per_point(module, n: int, threads: int | None = None) -> tuple[float, float]:
+    """Seconds per value-and-gradient: one point at a time, and in a batch (all threads, or
+    `threads`) of enough rows to take ~0.2 s."""
+    import numba
+
+    x, out = points(n, 2)[1], np.empty(n + 1)
+    row = best_time(lambda: module.value_grad_row(x, out))
+    rows = max(64, min(4096, int(0.2 / max(row, 1e-9))))
+    X, OUT = points(n, rows), np.empty((rows, n + 1))
+    everyone = numba.get_num_threads()
+    numba.set_num_threads(threads or everyone)
+    batch = best_time(lambda: module.value_grad_batch(X, OUT), min_seconds=0) / rows
+    numba.set_num_threads(everyone)
+    return row, batch
+
+
 # -- children: one measurement each, in a fresh process ------------------------------------------
 
 
@@ -144,7 +158,7 @@ def child_pipeline(workload: str, size: int) -> dict:
     from symgraph.graph import count_ops
     from symgraph.tape import build_tape_module
 
-    t_load, _ = timed(lambda: _warm_interpreter(build_tape_module))  # once per process
+    t_load, _ = timed(child_interpreter)  # once per process: Numba loads its cache
     base = rss_mb()
     t_build, (f, xs) = timed(lambda: WORKLOADS[workload](size))
     nodes = count_ops(f)
@@ -156,42 +170,49 @@ def child_pipeline(workload: str, size: int) -> dict:
     t_first, _ = timed(lambda: module.value_grad_row(X[0], out[0]))
     e2e = time.perf_counter() - start
     names = [x.value for x in xs]
-    t_emit_numba, _ = timed(lambda: emit_numba(programs, "f", [], names, "scale"))
-    t_emit_python, _ = timed(lambda: emit_python(programs, "f", [], names, "scale"))
+    t_emit_numba, _ = timed(emit_numba, programs, "f", [], names, "scale")
+    t_emit_python, _ = timed(emit_python, programs, "f", [], names, "scale")
     tape = module.tapes["value_grad"]
-    row = best_time(lambda: module.value_grad_row(X[1], out[1]))
-    rows = max(64, min(4096, int(0.2 / max(row, 1e-9))))
-    XB, OB = points(len(xs), rows), np.empty((rows, 1 + len(xs)))
-    batch = best_time(lambda: module.value_grad_batch(XB, OB), min_seconds=0) / rows
+    row, batch = per_point(module, len(xs))
+    batch_1t = per_point(module, len(xs), threads=1)[1]
     module.value_grad_batch(X, out)
     return dict(nodes=nodes, build=t_build, grad=t_grad, schedule=t_schedule, tape=t_tape,
                 first_call=t_first, e2e=e2e, emit_numba=t_emit_numba, emit_python=t_emit_python,
                 steps=[len(p.steps) for p in programs], ops=[p.op_count for p in programs],
                 interpreter_load=t_load, instructions=len(tape.opcodes),
-                registers=tape.n_registers, row=row, batch=batch, finite=bool(
-                    np.isfinite(out).all()), rss_base=base, rss_peak=rss_mb())
-
-
-def _warm_interpreter(build_tape_module) -> None:
-    from symgraph.schedule import Program, Step
-
-    program = Program("value_grad", ("x",), (Step("t0", "sin", ("x",)),), (("f", "t0"),))
-    module = build_tape_module([program])
-    module.value_grad_row(np.ones(1), np.empty(1))
-    module.value_grad_batch(np.ones((2, 1)), np.empty((2, 1)))
+                registers=tape.n_registers, row=row, batch=batch, batch_1t=batch_1t,
+                finite=bool(np.isfinite(out).all()), rss_base=base, rss_peak=rss_mb())
 
 
 def sympy_sum_of_terms(size: int, seed: int = 6):
-    """`sum_of_terms` built in SymPy directly (to_sympy takes ~0.4 ms per node)."""
+    """`sum_of_terms` built in SymPy directly, unevaluated (to_sympy and SymPy's automatic
+    simplification take ~0.4 ms per node: minutes at this scale)."""
     import sympy as sp
 
     rng = random.Random(seed)
     xs = sp.symbols(" ".join(f"x{i}" for i in range(10)), real=True)
+    mul, add = functools.partial(sp.Mul, evaluate=False), functools.partial(sp.Add,
+                                                                            evaluate=False)
     terms = []
     for i in range(max(1, size // 6)):
         u, v, c = (sp.Float(rng.uniform(0.1, 1.0)) for _ in range(3))
-        terms.append(c * sp.tanh(u * xs[i % 10] + sp.sin(v * xs[(i * 7 + 3) % 10])))
-    return sp.Add(*terms, evaluate=False)
+        inner = add(mul(u, xs[i % 10]), sp.sin(mul(v, xs[(i * 7 + 3) % 10]), evaluate=False))
+        terms.append(mul(c, sp.tanh(inner, evaluate=False)))
+    return add(*terms)
+
+
+def child_api(workload: str, size: int) -> dict:
+    """End to end through the public API in a fresh process: compile, then one gradient."""
+    import symgraph as sg
+
+    f, xs = WORKLOADS[workload](size)
+    x = points(len(xs), 1)[0]
+    start = time.perf_counter()
+    fn = sg.compile(f, xs)  # strategy="auto"
+    t_compile = time.perf_counter() - start
+    value, _ = fn.value_and_grad(x)
+    return dict(e2e=time.perf_counter() - start, compile=t_compile, strategy=fn.strategy,
+                finite=bool(np.isfinite(value)), rss_peak=rss_mb())
 
 
 def child_frontends(workload: str, size: int) -> dict:
@@ -199,12 +220,11 @@ def child_frontends(workload: str, size: int) -> dict:
     from symgraph.graph import count_ops
     from symgraph.parser import parse
     from symgraph.printer import to_text
-    from symgraph.sympy_bridge import from_sympy, to_sympy
+    from symgraph.sympy_bridge import from_sympy
 
     f, _ = WORKLOADS[workload](size)
     nodes = count_ops(f)
     t_print, text = timed(to_text, f, max_length=None)
-    t_to_sympy = timed(to_sympy, f)[0] if size <= 50_000 else None
     del f
     gc.collect()  # the interned nodes die: parsing builds every node anew
     t_parse, parsed = timed(parse, text)
@@ -216,7 +236,7 @@ def child_frontends(workload: str, size: int) -> dict:
         t_from_sympy, converted = timed(from_sympy, sympy_sum_of_terms(size))
         sympy_nodes = count_ops(converted)
     return dict(nodes=nodes, chars=len(text), print=t_print, parse=t_parse,
-                parsed_nodes=parsed_nodes, to_sympy=t_to_sympy, from_sympy=t_from_sympy,
+                parsed_nodes=parsed_nodes, from_sympy=t_from_sympy,
                 sympy_nodes=sympy_nodes, rss_peak=rss_mb())
 
 
@@ -235,15 +255,11 @@ def child_straight(workload: str, size: int) -> dict:
     out = np.empty((64, 1 + len(xs)))
     t_compile, _ = timed(lambda: module.value_grad_row(X[0], out[0]))
     e2e = time.perf_counter() - start
-    t_compile_batch, _ = timed(lambda: module.value_grad_batch(X, out))
-    row = best_time(lambda: module.value_grad_row(X[1], out[1]))
-    rows = max(64, min(4096, int(0.2 / max(row, 1e-9))))
-    XB, OB = points(len(xs), rows), np.empty((rows, 1 + len(xs)))
-    batch = best_time(lambda: module.value_grad_batch(XB, OB), min_seconds=0) / rows
+    t_compile_batch, _ = timed(module.value_grad_batch, X, out)
+    row, batch = per_point(module, len(xs))
     return dict(nodes=count_ops(f), steps=len(programs[1].steps), ops=programs[1].op_count,
-                load=t_load,
-                compile=t_compile, compile_batch=t_compile_batch, e2e=e2e, row=row,
-                batch=batch, rss_peak=rss_mb())
+                load=t_load, compile=t_compile, compile_batch=t_compile_batch, e2e=e2e,
+                row=row, batch=batch, rss_peak=rss_mb())
 
 
 def _to_casadi(f, xs):
@@ -253,25 +269,16 @@ def _to_casadi(f, xs):
     from symgraph.graph import topological_order
 
     x = ca.SX.sym("x", len(xs))
-    unary = {"sin": ca.sin, "cos": ca.cos, "tanh": ca.tanh, "atan": ca.atan, "exp": ca.exp,
-             "log": ca.log, "sqrt": ca.sqrt, "neg": lambda a: -a,
-             "sigmoid": lambda a: 1 / (1 + ca.exp(-a))}
-    binary = {"div": lambda a, b: a / b, "pow": lambda a, b: a ** b}
+    ops = {"add": lambda *a: functools.reduce(operator.add, a), "neg": operator.neg,
+           "mul": lambda *a: functools.reduce(operator.mul, a), "div": operator.truediv,
+           "pow": operator.pow, "sigmoid": lambda a: 1 / (1 + ca.exp(-a))}
     value = {id(s): x[i] for i, s in enumerate(xs)}
     for node in topological_order([f]):
         if node.op == "const":
             value[id(node)] = ca.SX(node.value)
         elif node.args:
-            args = [value[id(a)] for a in node.args]
-            if node.op in ("add", "mul"):
-                acc = args[0]
-                for a in args[1:]:
-                    acc = acc + a if node.op == "add" else acc * a
-                value[id(node)] = acc
-            elif node.op in unary:
-                value[id(node)] = unary[node.op](*args)
-            else:
-                value[id(node)] = binary[node.op](*args)
+            op = ops.get(node.op) or getattr(ca, node.op)  # sin, cos, tanh, atan, exp...
+            value[id(node)] = op(*[value[id(a)] for a in node.args])
     return x, value[id(f)]
 
 
@@ -293,20 +300,19 @@ def child_casadi(workload: str, size: int) -> dict:
 
 
 def child_interpreter() -> dict:
-    """The interpreter's one-time compile (Numba cache sent to an empty folder) and a load."""
-    import symgraph as sg
-    from symgraph.api import build_programs
+    """The tape's first use in a process: Numba compiles its functions (once per machine) or
+    loads them from its cache (the tape builder's passes, then the row and batch kernels)."""
+    from symgraph.schedule import Program, Step
     from symgraph.tape import build_tape_module
 
-    x, y = sg.symbols("x y")
-    module = build_tape_module(build_programs([sg.sin(x) * y], [x, y], [x, y], True, False))
-    out = np.empty((4, 3))
-    t_row, _ = timed(lambda: module.value_grad_row(np.ones(2), out[0]))
-    t_batch, _ = timed(lambda: module.value_grad_batch(np.ones((4, 2)), out))
-    return dict(row=t_row, batch=t_batch)
+    program = Program("value_grad", ("x",), (Step("t0", "sin", ("x",)),), (("f", "t0"),))
+    t_build, module = timed(build_tape_module, [program])
+    t_row, _ = timed(module.value_grad_row, np.ones(1), np.empty(1))
+    t_batch, _ = timed(module.value_grad_batch, np.ones((2, 1)), np.empty((2, 1)))
+    return dict(build=t_build, row=t_row, batch=t_batch, total=t_build + t_row + t_batch)
 
 
-CHILDREN = {"pipeline": child_pipeline, "frontends": child_frontends,
+CHILDREN = {"pipeline": child_pipeline, "api": child_api, "frontends": child_frontends,
             "straight": child_straight, "casadi": child_casadi}
 
 
@@ -338,6 +344,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--frontend-workloads", default="sum",
                         help="workloads timed through text and SymPy (only sum prints small)")
     parser.add_argument("--casadi-size", type=int, default=50_000)
+    parser.add_argument("--api-max", type=int, default=50_000,
+                        help="largest size timed end to end through symgraph.compile")
     parser.add_argument("--output", type=Path, default=RESULTS)
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     return parser.parse_args(argv)
@@ -373,6 +381,8 @@ def main(argv: list[str] | None = None) -> dict:
         for size in sizes:
             record("pipeline", workload, size, run_child("pipeline", [workload, str(size)],
                                                          3600, env))
+            if size <= args.api_max:
+                record("api", workload, size, run_child("api", [workload, str(size)], 3600, env))
             if workload in args.frontend_workloads.split(","):
                 record("frontends", workload, size, run_child(
                     "frontends", [workload, str(size)], 3600, env))
@@ -424,81 +434,101 @@ def _extrapolate(results: dict, workload: str, ops: int) -> float | None:
     return t2 * (ops / o2) ** (np.log(t2 / t1) / np.log(o2 / o1))
 
 
-def markdown(results: dict) -> str:
-    m = results["meta"]
+def _table(header: str, rows: list[list]) -> list[str]:
+    cells = header.split(" | ")
+    return ["| " + header + " |", "|---|" + "---:|" * (len(cells) - 1)] + [
+        "| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+
+
+STAGES = ("build", "print", "parse", "from_sympy", "grad", "schedule", "emit_numba",
+          "emit_python", "tape")
+
+
+def _stages(results: dict, p: dict) -> dict:
+    fe = _find(results, "frontends", p["workload"], p["size"])
+    return {k: p.get(k, None if _failed(fe) else fe.get(k)) for k in STAGES}
+
+
+def markdown(results: dict) -> str:  # noqa: C901 - one report, table by table
+    m, ok = results["meta"], [p for p in _runs(results, "pipeline") if not _failed(p)]
     out = ["# Scale: straight-line kernels vs the tape, stage by stage", "",
            f"`{m['command']}` on {m['machine']}, {m['cores']} cores (load average "
            f"{m['load']:.1f} at the start: other jobs shared the machine), Python {m['python']},"
            f" NumPy {m['numpy']}, Numba {m['numba']}, commit {m['commit']}; "
-           f"{m.get('minutes', 0):.1f} minutes. Nodes are distinct operation nodes of f "
-           "(`count_ops`); per point = one value-and-gradient evaluation; batch = per point "
-           "in a parallel batch.", ""]
-    out += ["## Kernels for value and gradient", "",
-            "| workload | nodes | gradient steps | straight: compile (row) | compile (batch) "
-            "| per point | batch per point | tape: build | instructions | registers "
-            "| per point | batch per point | tape / straight per point |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    for p in _runs(results, "pipeline"):
-        if _failed(p):
-            out.append(f"| {p['workload']} | {p['size']} | {_failed(p)} |")
-            continue
+           f"{m.get('minutes', 0):.1f} minutes. Nodes: distinct operation nodes of f "
+           "(`count_ops`). Per point: one value-and-gradient evaluation, one point per call; "
+           "batch: per point in a parallel batch.", "", "## Kernels for value and gradient", ""]
+    rows = []
+    for p in ok:
         st = _find(results, "straight", p["workload"], p["size"])
         guess = _extrapolate(results, p["workload"], p["ops"][1])
         straight = ([_failed(st), "", "", ""] if _failed(st) else
-                    [f"≈ {_s(guess)} (extrapolated)" if guess else "not run"] + [""] * 3
-                    if not st else [_s(st["compile"]), _s(st["compile_batch"]), _s(st["row"]),
-                                    _s(st["batch"])])
+                    [f"≈ {_s(guess)} (extrapolated)" if guess else "not run", "", "", ""]
+                    if not st else [_s(st[k]) for k in ("compile", "compile_batch", "row",
+                                                        "batch")])
         ratio = f"{p['row'] / st['row']:.1f}x" if st and not _failed(st) else "-"
-        out.append(f"| {p['workload']} | {p['nodes']:,} | {p['steps'][1]:,} | "
-                   + " | ".join(straight) + f" | {_s(p['tape'])} | {p['instructions']:,} | "
-                   f"{p['registers']:,} | {_s(p['row'])} | {_s(p['batch'])} | {ratio} |")
+        rows.append([p["workload"], f"{p['nodes']:,}", f"{p['steps'][1]:,}", *straight,
+                     _s(p["tape"]), f"{p['instructions']:,}", f"{p['registers']:,}",
+                     _s(p["row"]), _s(p["batch"]), ratio])
+    out += _table("workload | nodes | gradient steps | straight: compile (row) | compile (batch)"
+                  " | per point | batch per point | tape: build | instructions | registers | "
+                  "per point | batch per point | tape / straight per point", rows)
     interp = _runs(results, "interpreter") + _runs(results, "interpreter-warm")
     if len(interp) == 2 and not any(_failed(r) for r in interp):
         cold, warm = interp
-        out += ["", f"The interpreter compiles once per machine: {_s(cold['row'])} (row) + "
-                f"{_s(cold['batch'])} (batch) the first time; a new process loads it from "
-                f"Numba's cache in {_s(warm['row'] + warm['batch'])}."]
+        out += ["", f"The tape's Numba functions compile once per machine: {_s(cold['total'])}"
+                f" the first time (builder passes {_s(cold['build'])}, row kernel "
+                f"{_s(cold['row'])}, batch kernel {_s(cold['batch'])}); a new process loads "
+                f"them from Numba's cache in {_s(warm['total'])}."]
     out += ["", "## End to end: expression to first gradient value", "",
-            "| workload | nodes | tape | straight-line Numba |", "|---|---:|---:|---:|"]
-    for p in _runs(results, "pipeline"):
-        if not _failed(p):
-            st = _find(results, "straight", p["workload"], p["size"])
-            out.append(f"| {p['workload']} | {p['nodes']:,} | {_s(p['e2e'])} | "
-                       f"{_failed(st) or (_s(st['e2e']) if st else 'not run')} |")
-    out += ["", "## Stages (seconds; µs per node in parentheses)", "",
-            "| workload | nodes | build | print text | parse | to_sympy | from_sympy | grad "
-            "| schedule | emit Numba | emit Python | tape |", "|---|" + "---:|" * 11]
-    for p in _runs(results, "pipeline"):
-        if _failed(p):
-            continue
-        fe = _find(results, "frontends", p["workload"], p["size"])
-        fe = {} if _failed(fe) else fe
-        cells = [fe.get(k) for k in ("print", "parse", "to_sympy", "from_sympy")]
-        cells = [p["build"]] + cells + [p[k] for k in ("grad", "schedule", "emit_numba",
-                                                       "emit_python", "tape")]
-        out.append(f"| {p['workload']} | {p['nodes']:,} | " + " | ".join(
-            "-" if c is None else f"{c:.3g} ({c / p['nodes'] * 1e6:.0f})" for c in cells) + " |")
-    out += ["", "## Peak memory (resident set of the measuring process)", "",
-            "| workload | nodes | peak | above the imports | per node |",
-            "|---|---:|---:|---:|---:|"]
-    for p in _runs(results, "pipeline"):
-        if not _failed(p):
-            grown = p["rss_peak"] - p["rss_base"]
-            out.append(f"| {p['workload']} | {p['nodes']:,} | {p['rss_peak']:.0f} MB | "
-                       f"{grown:.0f} MB | {grown * 2**20 / p['nodes'] / 1024:.1f} KB |")
+            "Stages in one process (gradient, programs, kernel, first call; the tape column "
+            "includes loading the interpreter from Numba's cache), and `symgraph.compile(f)` "
+            "(strategy auto) then `value_and_grad` in a fresh process.", ""]
+    rows = []
+    for p in ok:
+        st = _find(results, "straight", p["workload"], p["size"])
+        api = _find(results, "api", p["workload"], p["size"])
+        rows.append([p["workload"], f"{p['nodes']:,}", _s(p["e2e"]),
+                     _failed(st) or (_s(st["e2e"]) if st else "not run"),
+                     (_failed(api) or f"{_s(api['e2e'])} ({api['strategy']})") if api else "-"])
+    out += _table("workload | nodes | tape | straight-line Numba | `compile` (auto)", rows)
+    out += ["", "## Stages (seconds; µs per node in parentheses)", ""]
+    out += _table("workload | nodes | " + " | ".join(STAGES).replace("_", " "), [
+        [p["workload"], f"{p['nodes']:,}"] + [
+            "-" if c is None else f"{c:.3g} ({c / p['nodes'] * 1e6:.0f})"
+            for c in _stages(results, p).values()] for p in ok])
+    rows = []
+    for workload in dict.fromkeys(p["workload"] for p in ok):
+        mine = sorted((p for p in ok if p["workload"] == workload), key=lambda p: p["nodes"])
+        if len(mine) >= 2:
+            small, big = (_stages(results, p) for p in mine[-2:])
+            n_small, n_big = mine[-2]["nodes"], mine[-1]["nodes"]
+            rows.append([workload, f"{n_small:,} → {n_big:,}"] + [
+                "-" if small[k] is None or big[k] is None else
+                f"{(big[k] / n_big) / (small[k] / n_small):.2f}" for k in STAGES])
+    out += ["", "Linearity: time per node at the largest size / at the size before (1.00 = "
+            "linear).", ""] + _table("workload | nodes | " + " | ".join(STAGES).replace(
+                "_", " "), rows)
+    out += ["", "## Peak memory (resident set of the measuring process)", ""]
+    out += _table("workload | nodes | peak | above the imports | per node", [
+        [p["workload"], f"{p['nodes']:,}", f"{p['rss_peak']:.0f} MB",
+         f"{p['rss_peak'] - p['rss_base']:.0f} MB",
+         f"{(p['rss_peak'] - p['rss_base']) * 1024 / p['nodes']:.1f} KB"] for p in ok])
     for c in _runs(results, "casadi"):
         p = _find(results, "pipeline", c["workload"], c["size"])
-        if _failed(c) or not p:
-            out += ["", f"CasADi: {_failed(c)}"]
+        if _failed(c) or not p or _failed(p):
+            out += ["", f"CasADi: {_failed(c) or 'no tape run to compare'}"]
             continue
-        out += ["", f"## CasADi {c['version']} on the same {c['nodes']:,}-node expression", "",
-                "| | build (convert + gradient + Function) | per gradient | batch per point |",
-                "|---|---:|---:|---:|",
-                f"| CasADi SX Function | {_s(c['convert'] + c['function'])} | {_s(c['row'])} | - |",
-                f"| symgraph tape | {_s(p['grad'] + p['schedule'] + p['tape'])} | "
-                f"{_s(p['row'])} | {_s(p['batch'])} |",
-                "", f"CasADi VM instructions: {c['instructions']:,}; tape instructions: "
-                f"{p['instructions']:,}. CasADi / tape per gradient: {c['row'] / p['row']:.2f}x."]
+        out += ["", f"## CasADi {c['version']} on the same {c['nodes']:,}-node expression", ""]
+        out += _table("kernel | build (convert + gradient + Function) | per gradient | batch "
+                      "per point (1 thread) | batch per point (all threads)", [
+                          ["CasADi SX Function", _s(c["convert"] + c["function"]),
+                           _s(c["row"]), "-", "-"],
+                          ["symgraph tape", _s(p["grad"] + p["schedule"] + p["tape"]),
+                           _s(p["row"]), _s(p["batch_1t"]), _s(p["batch"])]])
+        out += ["", f"CasADi VM instructions: {c['instructions']:,}; tape instructions: "
+                f"{p['instructions']:,}. CasADi / tape per gradient: {c['row'] / p['row']:.2f}x "
+                f"one point at a time, {c['row'] / p['batch_1t']:.2f}x in a batch on one thread."]
     return "\n".join(out) + "\n"
 
 

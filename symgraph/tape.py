@@ -50,8 +50,9 @@ __all__ = ["LANE_BUDGET", "STRATEGIES", "TAPE_THRESHOLD_OPS", "Tape", "TapeModul
 _SPECIAL_LITERALS = {"math.nan": math.nan, "math.inf": math.inf, "-math.inf": -math.inf}
 _CHAINED = {"add": ADD, "mul": MUL}
 STRATEGIES = ("auto", "straight", "tape")
-# From benchmarks/scale.py: straight-line Numba compiles in ~2-3 ms per operation (about 10 s at
-# this size, minutes beyond), the tape builds in ~3 us per instruction and runs 3-6x slower.
+# benchmarks/scale.py: a straight-line Numba kernel compiles in ~1.5 ms per operation (row and
+# batch: ~7 s at this size, ~47 s at 20,000, minutes beyond); a tape builds in ~3 us per
+# instruction with nothing to compile and evaluates ~2.5x slower per point.
 TAPE_THRESHOLD_OPS = 4_000
 
 
