@@ -313,7 +313,7 @@ def child_interpreter() -> dict:
 
 
 CHILDREN = {"pipeline": child_pipeline, "api": child_api, "frontends": child_frontends,
-            "straight": child_straight, "casadi": child_casadi}
+            "straight": child_straight, "casadi": child_casadi, "interpreter": child_interpreter}
 
 
 # -- the parent --------------------------------------------------------------------------------
@@ -335,19 +335,16 @@ def run_child(kind: str, args: list[str], timeout: float, env: dict) -> dict:
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="small sizes (seconds)")
-    parser.add_argument("--sizes", help="comma-separated node counts")
-    parser.add_argument("--workloads", default="dag,sum")
-    parser.add_argument("--straight-max", type=int, default=5_000,
-                        help="largest size compiled as a straight-line Numba kernel")
-    parser.add_argument("--straight-timeout", type=float, default=300.0)
-    parser.add_argument("--frontend-workloads", default="sum",
-                        help="workloads timed through text and SymPy (only sum prints small)")
-    parser.add_argument("--casadi-size", type=int, default=50_000)
-    parser.add_argument("--api-max", type=int, default=50_000,
-                        help="largest size timed end to end through symgraph.compile")
-    parser.add_argument("--output", type=Path, default=RESULTS)
-    parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
+    add = parser.add_argument
+    add("--quick", action="store_true", help="one small size (seconds)")
+    add("--sizes", help="comma-separated node counts (default 1000,5000,50000,500000)")
+    add("--workloads", default="dag,sum")
+    add("--straight-max", type=int, default=5_000, help="largest straight-line Numba compile")
+    add("--straight-timeout", type=float, default=300.0)
+    add("--casadi-size", type=int, default=50_000)
+    add("--api-max", type=int, default=50_000, help="largest size through symgraph.compile")
+    add("--output", type=Path, default=RESULTS)
+    add("--child", nargs="+", help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
 
@@ -355,43 +352,40 @@ def main(argv: list[str] | None = None) -> dict:
     args = parse_args(argv)
     if args.child:
         kind, *rest = args.child
-        result = child_interpreter() if kind == "interpreter" else CHILDREN[kind](
-            rest[0], int(rest[1]))
+        result = CHILDREN[kind](*rest[:1], *map(int, rest[1:]))
         print(json.dumps(result))
         return result
     sizes = [int(s) for s in (args.sizes or ("300" if args.quick else
                                              "1000,5000,50000,500000")).split(",")]
     straight_max = min(args.straight_max, 300) if args.quick else args.straight_max
     casadi_size = min(args.casadi_size, max(sizes)) if args.quick else args.casadi_size
-    cache = tempfile.mkdtemp(prefix="symgraph-scale-")
-    env = {**os.environ, "SYMGRAPH_CACHE_DIR": cache}  # cold straight-line compiles
+    env = {**os.environ, "SYMGRAPH_CACHE_DIR": tempfile.mkdtemp()}  # cold straight-line compiles
     results: dict = {"meta": meta(args, sizes), "runs": []}
     started = time.perf_counter()
 
-    def record(kind: str, workload: str, size: int, result: dict) -> None:
+    def record(kind: str, workload: str, size: int, timeout: float = 3600,
+               child_env: dict | None = None) -> None:
+        result = run_child(kind, [workload, str(size)] if size else [], timeout,
+                           child_env or env)
         results["runs"].append({"kind": kind, "workload": workload, "size": size, **result})
         print(f"[{time.perf_counter() - started:6.0f} s] {kind:9} {workload:4} {size:>7}: "
               f"{ {k: v for k, v in result.items() if not isinstance(v, list)} }", flush=True)
 
-    if not args.quick:  # the interpreter's one-time compile, into an empty Numba cache
-        cold_env = {**env, "NUMBA_CACHE_DIR": tempfile.mkdtemp(prefix="symgraph-numba-")}
-        record("interpreter", "-", 0, run_child("interpreter", [], 600, cold_env))
-        record("interpreter-warm", "-", 0, run_child("interpreter", [], 600, cold_env))
+    if not args.quick:  # the tape's one-time compile, into an empty Numba cache, then a load
+        cold = {**env, "NUMBA_CACHE_DIR": tempfile.mkdtemp()}
+        record("interpreter", "-", 0, child_env=cold)
+        record("interpreter", "warm", 0, child_env=cold)
     for workload in args.workloads.split(","):
         for size in sizes:
-            record("pipeline", workload, size, run_child("pipeline", [workload, str(size)],
-                                                         3600, env))
+            record("pipeline", workload, size)
             if size <= args.api_max:
-                record("api", workload, size, run_child("api", [workload, str(size)], 3600, env))
-            if workload in args.frontend_workloads.split(","):
-                record("frontends", workload, size, run_child(
-                    "frontends", [workload, str(size)], 3600, env))
+                record("api", workload, size)
+            if workload == "sum":  # the tree prints and goes through SymPy in linear size
+                record("frontends", workload, size)
             if size <= straight_max:
-                record("straight", workload, size, run_child(
-                    "straight", [workload, str(size)], args.straight_timeout, env))
+                record("straight", workload, size, args.straight_timeout)
             if size == casadi_size and workload == "dag":
-                record("casadi", workload, size, run_child("casadi", [workload, str(size)],
-                                                           900, env))
+                record("casadi", workload, size, 900)
     results["meta"]["minutes"] = (time.perf_counter() - started) / 60
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(markdown(results), encoding="utf-8")
@@ -403,18 +397,17 @@ def main(argv: list[str] | None = None) -> dict:
 
 
 def _s(t) -> str:
-    if t is None:
-        return "-"
-    return f"{t * 1e6:.1f} µs" if t < 1e-3 else f"{t * 1e3:.1f} ms" if t < 1 else f"{t:.2f} s"
+    return "-" if t is None else f"{t * 1e6:.1f} µs" if t < 1e-3 else (
+        f"{t * 1e3:.1f} ms" if t < 1 else f"{t:.2f} s")
 
 
-def _runs(results: dict, kind: str) -> list[dict]:
-    return [r for r in results["runs"] if r["kind"] == kind]
+def _runs(results: dict, kind: str, workload: str = "", size: int = 0) -> list[dict]:
+    return [r for r in results["runs"] if r["kind"] == kind
+            and (not workload or (r["workload"], r["size"]) == (workload, size))]
 
 
 def _find(results: dict, kind: str, workload: str, size: int) -> dict:
-    return next((r for r in _runs(results, kind) if (r["workload"], r["size"]) ==
-                 (workload, size)), {})
+    return next(iter(_runs(results, kind, workload, size)), {})
 
 
 def _failed(r: dict) -> str | None:
@@ -473,7 +466,7 @@ def markdown(results: dict) -> str:  # noqa: C901 - one report, table by table
     out += _table("workload | nodes | gradient steps | straight: compile (row) | compile (batch)"
                   " | per point | batch per point | tape: build | instructions | registers | "
                   "per point | batch per point | tape / straight per point", rows)
-    interp = _runs(results, "interpreter") + _runs(results, "interpreter-warm")
+    interp = _runs(results, "interpreter")
     if len(interp) == 2 and not any(_failed(r) for r in interp):
         cold, warm = interp
         out += ["", f"The tape's Numba functions compile once per machine: {_s(cold['total'])}"
