@@ -127,15 +127,20 @@ class CompiledFunction:
         if self.strategy == "tape":  # huge programs: one cached interpreter, no compile
             from .tape import build_tape_module
 
-            self.module = build_tape_module(self.programs)
-            self.source, self.path = self.module.source, None
+            self.module, self.path = build_tape_module(self.programs), None
         else:
-            self.source = render_source(self.programs, self.outputs, self.args, backend)
-            self.module, self.path = load_source(self.source, cache_dir)
+            self._source = render_source(self.programs, self.outputs, self.args, backend)
+            self.module, self.path = load_source(self._source, cache_dir)
         self._n, self._m, self._k = len(self.args), len(self.outputs), len(self.wrt)
         self._rows = {p.name: getattr(self.module, p.name + "_row") for p in self.programs}
         self._batches = {p.name: getattr(self.module, p.name + "_batch") for p in self.programs}
         self._hessian_function: CompiledFunction | None = None
+
+    @property
+    def source(self) -> str:
+        """The generated module's text, or the tape printed as readable steps (on first use:
+        a 10^5-step tape takes a while to print)."""
+        return self._source if self.strategy == "straight" else self.module.source
 
     def _choose_strategy(self, strategy: str) -> str:
         if self.backend == "python":
