@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from .differentiate import grad as gradient_of
 from .differentiate import jacobian as jacobian_of
-from .graph import Node, free_symbols, topological_order
+from .graph import Node, capped_tree_sizes, free_symbols, topological_order
 from .ops import OPS
 
 TITLES = {"add": "Add", "mul": "Multiply", "neg": "Negate", "div": "Divide", "pow": "Power",
@@ -95,18 +95,10 @@ def _as_scene(picture: Scene | Node | Sequence[Node]) -> Scene:
 # -- labels ------------------------------------------------------------------------------------
 
 
-def _small_tree_sizes(order: list[Node]) -> dict[int, int]:
-    # Tree size capped just above the label limit: linear work even on huge shared DAGs.
-    sizes: dict[int, int] = {}
-    for node in order:
-        sizes[id(node)] = min(1 + sum(sizes[id(a)] for a in node.args), LABEL_MAX_NODES + 1)
-    return sizes
-
-
 def _labeller(order: list[Node]):
     from .printer import to_text  # imported on use: the printer is a sibling stage
 
-    sizes = _small_tree_sizes(order)
+    sizes = capped_tree_sizes(order, LABEL_MAX_NODES + 1)
 
     def label(node: Node) -> str:
         if node.op == "symbol":

@@ -380,6 +380,15 @@ def topological_order(outputs: Iterable[Node]) -> list[Node]:
     return order
 
 
+def capped_tree_sizes(order: list[Node], cap: int) -> dict[int, int]:
+    """Size of each node printed as a tree, counted up to `cap` (then `cap`): linear work even
+    where sharing makes real tree sizes exponential. `order` is a topological order."""
+    sizes: dict[int, int] = {}
+    for node in order:
+        sizes[id(node)] = min(1 + sum(sizes[id(a)] for a in node.args), cap)
+    return sizes
+
+
 def free_symbols(outputs: Node | Iterable[Node]) -> list[Node]:
     """Symbols the expressions depend on, sorted by name."""
     roots = [outputs] if isinstance(outputs, Node) else list(outputs)

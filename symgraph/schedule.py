@@ -13,7 +13,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .graph import Node, topological_order
+from .graph import Node, capped_tree_sizes, topological_order
 from .ops import OPS, _int_exponent
 from .printer import to_text
 
@@ -67,15 +67,6 @@ def literal(value: float) -> str:
     return repr(float(value))
 
 
-def _small_tree_sizes(order: list[Node]) -> dict[int, int]:
-    # Tree size capped just above the comment limit: linear work even on huge shared DAGs.
-    sizes: dict[int, int] = {}
-    for node in order:
-        size = 1 + sum(sizes[id(a)] for a in node.args)
-        sizes[id(node)] = min(size, COMMENT_MAX_NODES + 1)
-    return sizes
-
-
 def _negations_feeding_only_sums(order: list[Node], claimed: dict[int, str]) -> set[int]:
     """Negations whose every use is a sum: they print as subtraction, with no step of their own."""
     only_sums: dict[int, bool] = {}
@@ -97,7 +88,7 @@ def schedule(name: str, outputs: Sequence[tuple[str, Node]], inputs: Sequence[No
         if node.args and id(node) not in claimed:
             claimed[id(node)] = label
     order = topological_order([node for _, node in outputs])
-    sizes = _small_tree_sizes(order) if comments else {}
+    sizes = capped_tree_sizes(order, COMMENT_MAX_NODES + 1) if comments else {}
     inlined = _negations_feeding_only_sums(order, claimed)
     steps: list[Step] = []
     counter = 0
