@@ -8,7 +8,6 @@ the worker adds the first full-size batch call (compiles the batch kernel) minus
 from __future__ import annotations
 
 import ast
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -131,6 +130,3 @@ def warm_handwritten(name: str, point: np.ndarray, X: np.ndarray, **_: Any) -> d
     again, _ = stopwatch(lambda: p.batch_vg(X))
     return {**p.setup, "first batch (compile)": max(0.0, first - again)}
 
-
-def numba_cache_note() -> str:
-    return f"NUMBA_CACHE_DIR={os.environ.get('NUMBA_CACHE_DIR', '(default)')}"
