@@ -33,28 +33,16 @@ def forcing_vector(links: int):
     import sympy as sp
     import sympy.physics.mechanics as me
 
-    q = me.dynamicsymbols(f"q:{links + 1}")
-    u = me.dynamicsymbols(f"u:{links + 1}")
+    from benchmarks.workloads import pendulum_on_cart
+
     force = me.dynamicsymbols("F")
     g, t = sp.symbols("g t")
     masses = sp.symbols(f"m:{links + 1}")
     lengths = sp.symbols(f"l:{links}")
-    frame = me.ReferenceFrame("I")
-    origin = me.Point("O")
-    origin.set_vel(frame, 0)
-    cart = origin.locatenew("P0", q[0] * frame.x)
-    cart.set_vel(frame, u[0] * frame.x)
-    particles = [me.Particle("Pa0", cart, masses[0])]
-    loads = [(cart, force * frame.x - masses[0] * g * frame.y)]
-    previous = cart
-    for i in range(links):
-        link = frame.orientnew(f"B{i}", "Axis", [q[i + 1], frame.z])
-        link.set_ang_vel(frame, u[i + 1] * frame.z)
-        bob = previous.locatenew(f"P{i + 1}", lengths[i] * link.x)
-        bob.v2pt_theory(previous, frame, link)
-        particles.append(me.Particle(f"Pa{i + 1}", bob, masses[i + 1]))
-        loads.append((bob, -masses[i + 1] * g * frame.y))
-        previous = bob
+    frame, q, u, particles = pendulum_on_cart(links, masses, lengths)
+    # The cart is pushed along x; gravity pulls every particle.
+    loads = [(p.point, -p.mass * g * frame.y) for p in particles]
+    loads[0] = (particles[0].point, force * frame.x - masses[0] * g * frame.y)
     kane = me.KanesMethod(frame, q_ind=q, u_ind=u,
                           kd_eqs=[qi.diff(t) - ui for qi, ui in zip(q, u)])
     kane.kanes_equations(particles, loads)

@@ -126,11 +126,10 @@ def random_dag(_: object = None, size: int = 9_000, seed: int = 4) -> Built:
 PENDULUM_LINKS = 4
 
 
-@functools.cache
-def pendulum_energy_sympy(links: int = PENDULUM_LINKS):
-    """Kinetic energy of an n-link pendulum on a cart (sympy.physics.mechanics, Kane's method
-    bookkeeping), with numeric masses and lengths, in plain symbols q0.., u0.. (the states)."""
-    import sympy as sp
+def pendulum_on_cart(links: int, masses, lengths):
+    """Kinematics of an n-link pendulum on a cart (sympy.physics.mechanics): the inertial frame,
+    coordinates q and speeds u (dynamic symbols), and particles (cart first); `masses` has
+    links + 1 entries, `lengths` has links."""
     import sympy.physics.mechanics as me
 
     q = me.dynamicsymbols(f"q:{links + 1}")
@@ -140,15 +139,27 @@ def pendulum_energy_sympy(links: int = PENDULUM_LINKS):
     origin.set_vel(frame, 0)
     cart = origin.locatenew("P0", q[0] * frame.x)
     cart.set_vel(frame, u[0] * frame.x)
-    particles = [me.Particle("Pa0", cart, 1.0)]
+    particles = [me.Particle("Pa0", cart, masses[0])]
     previous = cart
     for i in range(links):
         link = frame.orientnew(f"B{i}", "Axis", [q[i + 1], frame.z])
         link.set_ang_vel(frame, u[i + 1] * frame.z)
-        bob = previous.locatenew(f"P{i + 1}", (1.0 - 0.1 * i) * link.x)
+        bob = previous.locatenew(f"P{i + 1}", lengths[i] * link.x)
         bob.v2pt_theory(previous, frame, link)
-        particles.append(me.Particle(f"Pa{i + 1}", bob, 1.0 + 0.25 * (i + 1)))
+        particles.append(me.Particle(f"Pa{i + 1}", bob, masses[i + 1]))
         previous = bob
+    return frame, q, u, particles
+
+
+@functools.cache
+def pendulum_energy_sympy(links: int = PENDULUM_LINKS):
+    """Kinetic energy of an n-link pendulum on a cart, with numeric masses and lengths, in plain
+    symbols q0.., u0.. (the states)."""
+    import sympy as sp
+
+    masses = [1.0] + [1.0 + 0.25 * (i + 1) for i in range(links)]
+    lengths = [1.0 - 0.1 * i for i in range(links)]
+    frame, q, u, particles = pendulum_on_cart(links, masses, lengths)
     states = sp.symbols(f"q0:{links + 1}", real=True) + sp.symbols(f"u0:{links + 1}", real=True)
     plain = dict(zip(list(q) + list(u), states))
     energy = sum(p.kinetic_energy(frame) for p in particles).subs(plain)
