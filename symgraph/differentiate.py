@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .coerce import as_expression, as_symbols
-from .graph import Node, combine, const, topological_order
+from .graph import Node, bulk, combine, const, topological_order
 from .ops import OPS
 
 
@@ -20,12 +20,14 @@ def _check_variables(wrt, outputs: Sequence[Node] = ()) -> list[Node]:
     return as_symbols(wrt, outputs, role="the variables of a derivative")
 
 
-def _depends(order: list[Node], variables: list[Node]) -> set[int]:
-    """Ids of the nodes whose value depends on at least one of `variables`."""
-    live = {id(v) for v in variables}
+def _depends(order: list[Node], variables: list[Node]) -> set[Node]:
+    """The nodes whose value depends on at least one of `variables`."""
+    live = set(variables)
     for node in order:
-        if node.args and any(id(a) in live for a in node.args):
-            live.add(id(node))
+        for arg in node.args:
+            if arg in live:
+                live.add(node)
+                break
     return live
 
 
@@ -43,10 +45,14 @@ _MASKS = frozenset({"lt", "le", "gt", "ge", "eq", "ne"})
 def _times(adjoint: Node, partial) -> Node:
     """``adjoint * partial``; a 0/1 mask selects instead of multiplying, so an infinite or nan
     adjoint does not leak into the branch the mask switches off (``inf * 0`` is nan)."""
-    if isinstance(partial, Node):
+    if partial.__class__ is not Node:  # a number from the op table: 1.0 for sums, -1.0 for neg
+        if partial == 1.0:
+            return adjoint
+        return combine("mul", [adjoint, partial])
+    if partial.op in _MASKS or partial.op == "where":
         if partial.op in _MASKS:
             return partial.call("where", adjoint, 0.0)
-        if partial.op == "where" and all(a.is_const for a in partial.args[1:]):
+        if all(a.is_const for a in partial.args[1:]):
             kept, dropped = (1, 2) if partial.args[1].value == 1.0 else (2, 1)
             if partial.args[kept].value == 1.0 and partial.args[dropped].value == 0.0:
                 branches = [None, None]
@@ -55,53 +61,60 @@ def _times(adjoint: Node, partial) -> Node:
     return combine("mul", [adjoint, partial])
 
 
+@bulk
 def vjp(outputs: Sequence[Node], cotangents: Sequence, wrt: Sequence[Node]) -> list[Node]:
     """Reverse mode: ``sum_k cotangents[k] * d outputs[k] / d wrt[j]`` for each j."""
     outputs = [as_expression(o) for o in outputs]
     variables = _check_variables(wrt, outputs)
     order = topological_order(outputs)
     live = _depends(order, variables)
-    contributions: dict[int, list[Node]] = {}
+    contributions: dict[Node, list[Node]] = {}
     for output, seed in zip(outputs, cotangents, strict=True):
-        if id(output) in live:
-            contributions.setdefault(id(output), []).append(as_expression(seed))
-    wanted = {id(v) for v in variables}
-    adjoints: dict[int, Node] = {}
+        if output in live:
+            contributions.setdefault(output, []).append(as_expression(seed))
+    wanted = set(variables)
+    adjoints: dict[Node, Node] = {}
     for node in reversed(order):
-        terms = contributions.pop(id(node), None)
+        terms = contributions.pop(node, None)
         if terms is None:
             continue
-        adjoint = _total(terms)
-        if id(node) in wanted:
-            adjoints[id(node)] = adjoint
+        adjoint = terms[0] if len(terms) == 1 else combine("add", terms)
+        if node in wanted:
+            adjoints[node] = adjoint
         if not node.args:
             continue
-        for arg, partial in zip(node.args, _partials(node)):
-            if partial is not None and id(arg) in live:
-                contributions.setdefault(id(arg), []).append(_times(adjoint, partial))
+        for arg, partial in zip(node.args, OPS[node.op].partials(node.args, node)):
+            if partial is not None and arg in live:
+                term = _times(adjoint, partial)
+                pending = contributions.get(arg)
+                if pending is None:
+                    contributions[arg] = [term]
+                else:
+                    pending.append(term)
     zero = const(0.0)
-    return [adjoints.get(id(v), zero) for v in variables]
+    return [adjoints.get(v, zero) for v in variables]
 
 
+@bulk
 def jvp(outputs: Sequence[Node], wrt: Sequence[Node], tangents: Sequence) -> list[Node]:
     """Forward mode: ``sum_j d outputs[k] / d wrt[j] * tangents[j]`` for each k."""
     outputs = [as_expression(o) for o in outputs]
     variables = _check_variables(wrt, outputs)
     order = topological_order(outputs)
     live = _depends(order, variables)
-    tangent: dict[int, Node] = {}
+    tangent: dict[Node, Node] = {}
     for v, t in zip(variables, tangents, strict=True):
-        tangent[id(v)] = as_expression(t)
+        tangent[v] = as_expression(t)
     for node in order:
-        if not node.args or id(node) not in live:
+        if not node.args or node not in live:
             continue
-        terms = [_times(tangent[id(arg)], partial)
+        terms = [_times(tangent[arg], partial)
                  for arg, partial in zip(node.args, _partials(node))
-                 if partial is not None and id(arg) in tangent]
+                 if partial is not None and arg in tangent]
         if terms:
-            tangent[id(node)] = _total(terms)
+            tangent[node] = _total(terms)
     zero = const(0.0)
-    return [tangent.get(id(o), zero) for o in outputs]
+    return [tangent.get(o, zero) for o in outputs]
 
 
 def grad(f: Node, wrt: Sequence[Node] | None = None) -> list[Node]:

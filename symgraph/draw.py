@@ -106,7 +106,7 @@ def _labeller(order: list[Node]):
         if node.op == "const":
             return f"Constant ({to_text(node)})"
         title = TITLES.get(node.op, node.op)
-        if sizes[id(node)] <= LABEL_MAX_NODES:
+        if sizes[node] <= LABEL_MAX_NODES:
             text = to_text(node)
             if len(text) <= LABEL_MAX_CHARS:
                 return f"{title} ({text})"

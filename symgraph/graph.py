@@ -15,10 +15,14 @@ kept: they are ``nan`` when ``x`` is infinite.
 
 from __future__ import annotations
 
+import functools
+import gc
 import hashlib
 import math
+import operator
 import weakref
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TypeVar
 
 import numpy as np
 
@@ -109,21 +113,51 @@ class Node:
     __hash__ = object.__hash__
 
 
-_TABLE: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+class _TableRef(weakref.ref):
+    """A weak reference that remembers its table key, so a collected node removes its entry."""
+
+    __slots__ = ("key",)
+
+
+def _forget(ref: _TableRef) -> None:
+    if _TABLE.get(ref.key) is ref:
+        del _TABLE[ref.key]
+
+
+# The intern table: (op, args, value) -> weak reference to the one node with that structure.
+# Weak, so expressions nobody holds are freed; a plain dict of refs (not WeakValueDictionary)
+# because interning is the innermost step of every construction.
+_TABLE: dict[tuple, _TableRef] = {}
+
+
+_DIGEST_OF = operator.attrgetter("digest")
+_PREFIX: dict[str, bytes] = {}  # op -> the digest's header for an operation node
 
 
 def _intern(op: str, args: tuple, value) -> Node:
     key = (op, args, value.hex() if op == "const" else value)  # hex keeps -0.0 and nan apart
-    node = _TABLE.get(key)
-    if node is None:
-        h = hashlib.blake2b(digest_size=16)
-        h.update(op.encode())
-        h.update(b"\0" + str(key[2]).encode() + b"\0")
-        for arg in args:
-            h.update(arg.digest)
-        node = Node(op, args, value, h.digest())
-        _TABLE[key] = node
+    ref = _TABLE.get(key)
+    if ref is not None:
+        node = ref()
+        if node is not None:
+            return node
+    # The digest hashes op, value and the arguments' digests: structural, the same everywhere.
+    prefix = _PREFIX.get(op) if value is None else None
+    if prefix is None:
+        prefix = op.encode() + b"\0" + str(key[2]).encode() + b"\0"
+        if value is None:
+            _PREFIX[op] = prefix
+    data = prefix + b"".join(map(_DIGEST_OF, args)) if args else prefix
+    node = Node(op, args, value, hashlib.blake2b(data, digest_size=16).digest())
+    ref = _TableRef(node, _forget)
+    ref.key = key
+    _TABLE[key] = ref
     return node
+
+
+def interned_count() -> int:
+    """Nodes alive in the intern table (tests use it to check that expressions are freed)."""
+    return sum(1 for ref in list(_TABLE.values()) if ref() is not None)
 
 
 def const(value: Number) -> Node:
@@ -192,6 +226,11 @@ def _flatten(op: str, args: Sequence[Node]) -> list[Node]:
 
 
 def _fold(op: str, numbers: list[float]) -> float:
+    if op == "add" or op == "mul":  # Python floats round and overflow as float64 does
+        total = numbers[0]
+        for number in numbers[1:]:
+            total = total + number if op == "add" else total * number
+        return total
     with np.errstate(all="ignore"):
         return float(OPS[op].evaluate(*[np.float64(v) for v in numbers]))
 
@@ -209,6 +248,10 @@ def _split_coefficient(term: Node) -> tuple[float, Node]:
 
 
 def _rule_add(args):
+    if len(args) == 2:  # the common case, in derivatives above all: two unrelated terms
+        a, b = args
+        if a is not b and _lone_term(a) and _lone_term(b):
+            return args if _ADD_KEY(a) <= _ADD_KEY(b) else (b, a)
     terms = _flatten("add", args)
     numbers = [t.value for t in terms if t.op == "const"]
     terms = [t for t in terms if t.op != "const"]
@@ -234,7 +277,18 @@ def _rule_add(args):
     return terms[0] if len(terms) == 1 else tuple(sorted(terms, key=_ADD_KEY))
 
 
+def _lone_term(t: Node) -> bool:
+    # A term with no coefficient to collect and nothing to flatten or fold.
+    op = t.op
+    return op != "add" and op != "const" and op != "neg" and not (
+        op == "mul" and t.args[0].op == "const")
+
+
 def _rule_mul(args):
+    if len(args) == 2:
+        a, b = args
+        if a.op != "mul" and b.op != "mul" and a.op != "const" and b.op != "const":
+            return args if _MUL_KEY(a) <= _MUL_KEY(b) else (b, a)
     factors = _flatten("mul", args)
     numbers = [f.value for f in factors if f.op == "const"]
     factors = [f for f in factors if f.op != "const"]
@@ -312,7 +366,11 @@ def apply(op: str, *args) -> Node:
     spec = OPS.get(op)
     if spec is None:
         raise ValueError(f"unknown operation {op!r}")
-    nodes = tuple(_as_node(a) for a in args)
+    nodes = args
+    for a in args:
+        if a.__class__ is not Node:
+            nodes = tuple(_as_node(a) for a in args)
+            break
     if spec.arity >= 0 and len(nodes) != spec.arity:
         raise TypeError(f"{op}() takes {spec.arity} argument(s), got {len(nodes)}")
     if spec.arity < 0 and not nodes:
@@ -320,12 +378,13 @@ def apply(op: str, *args) -> Node:
     rule = _RULES.get(op)
     if rule is not None:
         result = rule(nodes)
-        if isinstance(result, Node):
+        if result.__class__ is Node:
             return result
         nodes = result
-    if all(n.op == "const" for n in nodes):
-        return const(_fold(op, [n.value for n in nodes]))
-    return _intern(op, nodes, None)
+    for n in nodes:
+        if n.op != "const":
+            return _intern(op, nodes, None)
+    return const(_fold(op, [n.value for n in nodes]))
 
 
 def _constants_fold(op: str, nodes: list[Node]) -> bool:
@@ -342,9 +401,14 @@ def combine(op: str, operands: Sequence) -> Node:
     recomputes it at every use. The differentiator combines through here so that a shared
     adjoint stays one operand, and derivative programs stay within a small factor of f.
     """
-    nodes = [_as_node(o) for o in operands]
-    if not any(n.op == op for n in nodes) or _constants_fold(op, nodes):
-        return apply(op, *nodes)  # nothing worth keeping apart: the ordinary rules apply
+    nodes = [o if o.__class__ is Node else _as_node(o) for o in operands]
+    for n in nodes:
+        if n.op == op:
+            break
+    else:  # no nested sum (product): nothing worth keeping apart, the ordinary rules apply
+        return apply(op, *nodes)
+    if _constants_fold(op, nodes):
+        return apply(op, *nodes)
     identity = 0.0 if op == "add" else 1.0
     nodes = [n for n in nodes if not (n.op == "const" and n.value == identity)]
     if op == "mul" and any(n.op == "const" and n.value == -1.0 for n in nodes):
@@ -356,36 +420,66 @@ def combine(op: str, operands: Sequence) -> Node:
     return _intern(op, tuple(sorted(nodes, key=_ADD_KEY if op == "add" else _MUL_KEY)), None)
 
 
+_F = TypeVar("_F", bound=Callable)
+
+
+def bulk(function: _F) -> _F:
+    """Run `function` with Python's cycle collector paused.
+
+    Expression graphs hold no reference cycles, so reference counting frees them; but building
+    10^5 nodes triggers the collector again and again, and each pass rescans every node alive
+    (about a third of a large gradient's time). Stages that build or walk whole graphs use this.
+    """
+
+    @functools.wraps(function)
+    def paused(*args, **kwargs):
+        if not gc.isenabled():  # nested, or the caller paused it: leave the state alone
+            return function(*args, **kwargs)
+        gc.disable()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            gc.enable()
+
+    return paused  # type: ignore[return-value]
+
+
 # -- traversal and reference evaluation -------------------------------------------------------
 
 
 def topological_order(outputs: Iterable[Node]) -> list[Node]:
     """Every node reachable from `outputs`, each after its arguments. Iterative, deterministic."""
     order: list[Node] = []
-    done: set[int] = set()  # ids only mark membership; the order comes from the arguments
+    done: set[Node] = set()  # membership only (nodes hash by identity); order comes from args
     for root in outputs:
-        if id(root) in done:
+        if root in done:
             continue
-        stack = [(root, 0)]
+        stack = [(root, iter(root.args))]
         while stack:
-            node, i = stack.pop()
-            if i < len(node.args):
-                stack.append((node, i + 1))
-                child = node.args[i]
-                if id(child) not in done:
-                    stack.append((child, 0))
-            elif id(node) not in done:
-                done.add(id(node))
+            node, pending = stack[-1]
+            for child in pending:
+                if child not in done:
+                    if child.args:
+                        stack.append((child, iter(child.args)))
+                        break
+                    done.add(child)  # a leaf: finished at once
+                    order.append(child)
+            else:
+                stack.pop()
+                done.add(node)
                 order.append(node)
     return order
 
 
-def capped_tree_sizes(order: list[Node], cap: int) -> dict[int, int]:
+def capped_tree_sizes(order: list[Node], cap: int) -> dict[Node, int]:
     """Size of each node printed as a tree, counted up to `cap` (then `cap`): linear work even
     where sharing makes real tree sizes exponential. `order` is a topological order."""
-    sizes: dict[int, int] = {}
+    sizes: dict[Node, int] = {}
     for node in order:
-        sizes[id(node)] = min(1 + sum(sizes[id(a)] for a in node.args), cap)
+        total = 1
+        for arg in node.args:
+            total += sizes[arg]
+        sizes[node] = total if total < cap else cap
     return sizes
 
 

@@ -107,20 +107,24 @@ def _sum(ops: list[str]) -> str:
 
 
 def _mul_partials(args, out):
-    # Product of the other factors, by prefix/suffix products so wide products stay linear.
+    # The product of the other factors: direct for two or three, else by prefix and suffix
+    # products, so wide products stay linear; no product is built that no partial uses.
     n = len(args)
-    prefix = [None] * n
-    acc = None
-    for i in range(n):
-        prefix[i] = acc
-        acc = args[i] if acc is None else acc.times(args[i])
+    if n <= 2:
+        return (args[1], args[0]) if n == 2 else (1.0,)
+    if n == 3:
+        a, b, c = args
+        return (b.times(c), a.times(c), a.times(b))
+    prefix = [args[0]]
+    for i in range(1, n - 1):
+        prefix.append(prefix[-1].times(args[i]))
     result = [None] * n
-    acc = None
-    for i in range(n - 1, -1, -1):
-        others = [p for p in (prefix[i], acc) if p is not None]
-        result[i] = others[0].times(others[1]) if len(others) == 2 else (
-            others[0] if others else 1.0)
-        acc = args[i] if acc is None else args[i].times(acc)
+    result[n - 1] = prefix[n - 2]
+    suffix = args[n - 1]
+    for i in range(n - 2, 0, -1):
+        result[i] = prefix[i - 1].times(suffix)
+        suffix = args[i].times(suffix)
+    result[0] = suffix
     return tuple(result)
 
 

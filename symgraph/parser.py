@@ -26,7 +26,7 @@ import gc
 from collections import deque
 from collections.abc import Mapping
 
-from .graph import FLATTEN_LIMIT, Node, apply, const, symbol
+from .graph import FLATTEN_LIMIT, Node, apply, bulk, const, symbol
 from .lexer import ParseError, scan, shorten
 from .ops import ALIASES, CONSTANTS, INFIX, OPS, PREC_COMPARE
 
@@ -335,6 +335,7 @@ class _Parser:
         return self.error(pos, f"expected an expression before {shown}")
 
 
+@bulk
 def parse(text: str, symbols: Mapping[str, Node] | None = None) -> Node:
     """Parse Python-syntax math into a node, e.g. ``parse("x**2 + sin(y)")``.
 

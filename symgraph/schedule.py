@@ -12,8 +12,9 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
-from .graph import Node, capped_tree_sizes, topological_order
+from .graph import Node, bulk, capped_tree_sizes, topological_order
 from .ops import OPS, _int_exponent
 from .printer import to_text
 
@@ -21,8 +22,7 @@ MAX_WIDTH = 16
 COMMENT_MAX_NODES = 8  # a step's comment shows its expression when the tree is this small
 
 
-@dataclass(frozen=True)
-class Step:
+class Step(NamedTuple):  # a tuple: 10^5-step programs are built and read in bulk
     target: str
     op: str
     operands: tuple[str, ...]  # identifiers or float literals
@@ -67,58 +67,56 @@ def literal(value: float) -> str:
     return repr(float(value))
 
 
-def _negations_feeding_only_sums(order: list[Node], claimed: dict[int, str]) -> set[int]:
+def _negations_feeding_only_sums(order: list[Node], claimed: dict[Node, str]) -> set[Node]:
     """Negations whose every use is a sum: they print as subtraction, with no step of their own."""
-    only_sums: dict[int, bool] = {}
+    only_sums: dict[Node, bool] = {}
     for node in order:
         for arg in node.args:
             if arg.op == "neg":
-                only_sums[id(arg)] = only_sums.get(id(arg), True) and node.op == "add"
-    return {key for key, ok in only_sums.items() if ok and key not in claimed}
+                only_sums[arg] = only_sums.get(arg, True) and node.op == "add"
+    return {node for node, ok in only_sums.items() if ok and node not in claimed}
 
 
+@bulk
 def schedule(name: str, outputs: Sequence[tuple[str, Node]], inputs: Sequence[Node],
              input_names: Sequence[str], comments: bool = True) -> Program:
     """Flatten the DAG under `outputs` into a Program over the given input symbols."""
-    operand: dict[int, str] = {}
-    for symbol, ident in zip(inputs, input_names, strict=True):
-        operand[id(symbol)] = ident
-    claimed: dict[int, str] = {}
+    operand: dict[Node, str] = dict(zip(inputs, input_names, strict=True))
+    claimed: dict[Node, str] = {}
     for label, node in outputs:
-        if node.args and id(node) not in claimed:
-            claimed[id(node)] = label
+        if node.args and node not in claimed:
+            claimed[node] = label
     order = topological_order([node for _, node in outputs])
     sizes = capped_tree_sizes(order, COMMENT_MAX_NODES + 1) if comments else {}
     inlined = _negations_feeding_only_sums(order, claimed)
     steps: list[Step] = []
     counter = 0
-
-    def temporary() -> str:
-        nonlocal counter
-        counter += 1
-        return f"t{counter - 1}"
-
     for node in order:
-        if node.op == "const":
-            operand[id(node)] = literal(node.value)
+        op = node.op
+        if op == "const":
+            operand[node] = literal(node.value)
             continue
-        if node.op == "symbol":
-            if id(node) not in operand:
+        if op == "symbol":
+            if node not in operand:
                 raise ValueError(f"the expression depends on {node.value!r}, which is not "
                                  "one of the arguments")
             continue
-        args = [operand[id(a)] for a in node.args]
-        if id(node) in inlined:
-            operand[id(node)] = "-" + args[0]  # the sum's template writes `a - b`
+        args = [operand[a] for a in node.args]
+        if node in inlined:
+            operand[node] = "-" + args[0]  # the sum's template writes `a - b`
             continue
         # Split wide sums/products left to right: the same rounding as one long expression.
         while len(args) > MAX_WIDTH:
-            partial = temporary()
-            steps.append(Step(partial, node.op, tuple(args[:MAX_WIDTH])))
+            partial = f"t{counter}"
+            counter += 1
+            steps.append(Step(partial, op, tuple(args[:MAX_WIDTH])))
             args = [partial, *args[MAX_WIDTH:]]
-        target = claimed.get(id(node)) or temporary()
-        note = to_text(node) if comments and sizes[id(node)] <= COMMENT_MAX_NODES else ""
-        steps.append(Step(target, node.op, tuple(args), note))
-        operand[id(node)] = target
+        target = claimed.get(node)
+        if target is None:
+            target = f"t{counter}"
+            counter += 1
+        note = to_text(node) if comments and sizes[node] <= COMMENT_MAX_NODES else ""
+        steps.append(Step(target, op, tuple(args), note))
+        operand[node] = target
     return Program(name, tuple(input_names), tuple(steps),
-                   tuple((label, operand[id(node)]) for label, node in outputs))
+                   tuple((label, operand[node]) for label, node in outputs))

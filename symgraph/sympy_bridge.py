@@ -40,7 +40,7 @@ from fractions import Fraction
 import sympy as sp
 from sympy.core.function import AppliedUndef
 
-from .graph import Node, apply, const, symbol, topological_order
+from .graph import Node, apply, bulk, const, symbol, topological_order
 from .ops import OPS
 
 __all__ = ["from_sympy", "from_sympy_matrix", "to_sympy"]
@@ -76,6 +76,7 @@ Plan = tuple[Sequence[sp.Basic], Callable[[list[Node]], Node]]
 # -- SymPy -> symgraph ------------------------------------------------------------------------
 
 
+@bulk
 def from_sympy(expr) -> Node:
     """The symgraph node for a scalar SymPy expression (or a number); see the module notes."""
     expr = _sympify(expr)
@@ -84,6 +85,7 @@ def from_sympy(expr) -> Node:
     return _convert([expr])[0]
 
 
+@bulk
 def from_sympy_matrix(matrix) -> list[list[Node]]:
     """Nested lists of nodes for a SymPy Matrix (or nested lists); entries share subtrees."""
     rows = sp.Matrix(matrix)

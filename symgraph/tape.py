@@ -28,6 +28,7 @@ from collections.abc import Sequence
 import numpy as np
 from numba import njit
 
+from .graph import bulk
 from .schedule import Program, Step
 from .tape_interpreter import (
     ADD,
@@ -358,6 +359,7 @@ def choose_strategy(programs: Sequence[Program], strategy: str = "auto") -> str:
     return "tape" if largest > TAPE_THRESHOLD_OPS else "straight"
 
 
+@bulk
 def build_tape_module(programs: Sequence[Program]) -> TapeModule:
     """A drop-in for a generated module, running `programs` on the tape interpreter."""
     return TapeModule([build_tape(p) for p in programs])

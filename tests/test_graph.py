@@ -1,0 +1,99 @@
+"""The DAG itself: interning, stable digests, traversal order, the op table's product rule."""
+
+from __future__ import annotations
+
+import gc
+import math
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import symgraph as sg
+from symgraph import graph
+from symgraph.ops import OPS
+
+x, y, z = sg.symbols("x y z")
+
+
+def test_equal_expressions_built_twice_are_one_node():
+    assert sg.sin(x * y) + 1 is 1 + sg.sin(y * x)
+    assert sg.const(-0.0) is not sg.const(0.0)  # the sign of zero is kept apart
+    assert sg.const(math.nan) is sg.const(math.nan)
+
+
+def test_expressions_nobody_holds_leave_the_intern_table():
+    gc.collect()
+    before = graph.interned_count()
+    w = sg.symbol("fresh_w")
+    chain = w
+    for k in range(200):
+        chain = sg.sin(chain) * (k + 2.5)
+    assert graph.interned_count() >= before + 400
+    del chain, w
+    gc.collect()
+    assert graph.interned_count() == before
+    assert len(graph._TABLE) == before  # dead entries are removed, not only skipped
+
+
+DIGEST_SCRIPT = ("import symgraph as sg; x, y = sg.symbols('x y'); "
+                 "print((sg.sin(x * y) + 2.5 / y).digest.hex())")
+
+
+def test_digests_are_the_same_in_every_process():
+    here = (sg.sin(x * y) + 2.5 / y).digest.hex()
+    for seed in ("1", "12345"):
+        env = dict(os.environ, PYTHONHASHSEED=seed)
+        done = subprocess.run([sys.executable, "-c", DIGEST_SCRIPT], capture_output=True,
+                              text=True, env=env, check=True)
+        assert done.stdout.strip() == here
+
+
+def test_topological_order_lists_each_node_once_after_its_arguments():
+    shared = sg.exp(x * y)
+    f = shared * shared + sg.sin(shared) + x
+    order = graph.topological_order([f, shared, x])
+    assert len(order) == len(set(order))
+    position = {node: i for i, node in enumerate(order)}
+    for node in order:
+        assert all(position[a] < position[node] for a in node.args)
+    assert order[-1] is f
+    assert graph.topological_order([x]) == [x]
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 7])
+def test_product_partials_are_the_products_of_the_other_factors(n):
+    factors = sg.symbols(" ".join(f"a{i}" for i in range(n)))
+    values = np.random.default_rng(n).uniform(0.5, 2.0, size=n)
+    partials = OPS["mul"].partials(factors, None)
+    env = dict(zip(factors, values))
+    for i, partial in enumerate(partials):
+        expected = np.prod(np.delete(values, i))
+        got = partial if not isinstance(partial, sg.Node) else sg.evaluate(partial, env)
+        assert float(got) == pytest.approx(expected, rel=1e-14)
+
+
+def test_bulk_pauses_the_cycle_collector_and_restores_it():
+    seen = []
+
+    @graph.bulk
+    def inner():
+        seen.append(gc.isenabled())
+
+    @graph.bulk
+    def failing():
+        inner()
+        raise RuntimeError("boom")
+
+    assert gc.isenabled()
+    with pytest.raises(RuntimeError):
+        failing()
+    assert seen == [False] and gc.isenabled()
+    gc.disable()
+    try:
+        inner()
+        assert not gc.isenabled()  # a caller's own pause is left alone
+    finally:
+        gc.enable()
