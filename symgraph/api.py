@@ -13,7 +13,7 @@ a 2-D array with one row per point.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -31,6 +31,52 @@ from .schedule import Program, schedule
 __version__ = "0.1.0"
 BACKENDS = {"numba": emit_numba, "python": emit_python}
 _DESCRIBE_MAX_CHARS = 400
+_F64 = np.dtype(np.float64)
+_VALUE, _OUT, _VALUE_GRAD, _GRAD = range(4)  # what a bound call returns
+
+
+def _finish(out: np.ndarray, kind: int) -> Any:
+    if kind == _VALUE_GRAD:
+        return out.item(0), out[1:]
+    if kind == _GRAD:
+        return out[1:]
+    return out.item(0) if kind == _VALUE else out
+
+
+def _finish_batch(out: np.ndarray, kind: int) -> Any:
+    if kind == _VALUE_GRAD:
+        return out[:, 0], out[:, 1:]
+    if kind == _GRAD:
+        return out[:, 1:]
+    return out[:, 0] if kind == _VALUE else out
+
+
+class _Row:
+    """A row kernel called the cheapest safe way. After a Numba kernel's first call (which
+    compiles it, or loads it from the cache, for C-contiguous float64 arrays: the one signature
+    the API uses) `call` is its compiled entry point, which skips the dispatcher's type
+    resolution; callers pass only 1-D float64 C-contiguous arrays of the right sizes."""
+
+    __slots__ = ("call", "kernel")
+
+    def __init__(self, kernel: Callable[[np.ndarray, np.ndarray], None]) -> None:
+        self.kernel = kernel
+        self.call = self._first if hasattr(kernel, "overloads") else kernel
+
+    def _first(self, x: np.ndarray, out: np.ndarray) -> None:
+        if not (x.flags.carray and out.flags.carray):  # compile only the canonical signature
+            x, out_given, out = np.array(x), out, np.empty(out.shape)
+        else:
+            out_given = out
+        self.kernel(x, out)
+        if out is not out_given:
+            out_given[...] = out
+        from numba import typeof
+
+        compiled = self.kernel.overloads.get((typeof(x), typeof(out)))
+        entry = getattr(compiled, "entry_point", None)
+        if callable(entry):
+            self.call = entry
 
 
 def describe(outputs: Sequence[Node], labels: Sequence[str]) -> list[str]:
@@ -132,9 +178,16 @@ class CompiledFunction:
             self._source = render_source(self.programs, self.outputs, self.args, backend)
             self.module, self.path = load_source(self._source, cache_dir)
         self._n, self._m, self._k = len(self.args), len(self.outputs), len(self.wrt)
-        self._rows = {p.name: getattr(self.module, p.name + "_row") for p in self.programs}
+        self._rows = {p.name: _Row(getattr(self.module, p.name + "_row")) for p in self.programs}
         self._batches = {p.name: getattr(self.module, p.name + "_batch") for p in self.programs}
         self._hessian_function: CompiledFunction | None = None
+        # Per-instance fast paths (they shadow the methods of the same name): one closure
+        # between the caller and the kernel, with everything it needs bound in advance.
+        self._value = self._bind("value", self._m, _VALUE if self.scalar else _OUT)
+        if self.scalar:
+            self.value_and_grad = self._bind("value_grad", 1 + self._k, _VALUE_GRAD,
+                                             "value_and_grad")
+            self.grad = self._bind("value_grad", 1 + self._k, _GRAD, "grad")
 
     @property
     def source(self) -> str:
@@ -164,6 +217,8 @@ class CompiledFunction:
             values = tuple(named[s.value] for s in self.args)
         point = values[0] if len(values) == 1 and np.ndim(values[0]) > 0 else values
         array = np.ascontiguousarray(point, dtype=np.float64)
+        if not array.flags.aligned:  # the row kernel's entry point takes aligned arrays
+            array = array.copy()
         if array.ndim == 0 or array.ndim > 2 or array.shape[-1] != self._n:
             raise ValueError(f"expected {self._n} value(s) per point for "
                              f"{[s.value for s in self.args]}, got shape {np.shape(point)}")
@@ -172,49 +227,88 @@ class CompiledFunction:
     def _run(self, kernel: str, size: int, values: tuple, named: dict) -> np.ndarray:
         if kernel not in self._rows:  # no derivative kernels (wrt=[]): derivatives are empty
             kernel, size = "value", self._m
-        if not named:  # fast paths: a point the kernel takes as it is, with no checks to make
-            if len(values) == self._n:
-                for v in values:
-                    if type(v) is not float:
-                        break
-                else:  # plain floats go to the kernel as a tuple: no array is built
-                    out = np.empty(size)
-                    self._rows[kernel](values, out)
-                    return out
-            if len(values) == 1:
-                x = values[0]
-                if (type(x) is np.ndarray and x.ndim == 1 and x.shape[0] == self._n
-                        and x.dtype.char == "d" and x.flags.c_contiguous):
-                    out = np.empty(size)
-                    self._rows[kernel](x, out)
-                    return out
         x = self._point(values, named)
         if x.ndim == 1:
             out = np.empty(size)
-            self._rows[kernel](x, out)
+            self._rows[kernel].call(x, out)
         else:
             out = np.empty((x.shape[0], size))
             self._batches[kernel](x, out)
         return out
 
+    def _bind(self, kernel: str, size: int, kind: int, name: str = "__call__"
+              ) -> Callable[..., Any]:
+        """The method `name`: `kind` of result from `kernel` at a point or batch, with fast
+        paths for the two spellings of a point the kernel takes as they are: floats, or one
+        float64 array (1-D, C-contiguous, aligned, writeable)."""
+        if kernel not in self._rows:
+            kernel, size = "value", self._m
+        row, run, n, shape = self._rows[kernel], self._run, self._n, (self._n,)
+        array, empty, ndarray, f64 = np.array, np.empty, np.ndarray, _F64
+        # Numba's straight-line rows read every input before they write any output, so floats
+        # can go in at the front of the array the results come back in (one allocation).
+        shared = self.backend == "numba" and self.strategy == "straight" and (
+            kind != _OUT or n <= size)  # a vector of outputs comes back as the whole array
+        pad = (0.0,) * max(0, size - n)
+        width = max(size, n) if shared else size
+        tail = slice(1, size)  # the gradient
+        values_grads, grads, value = kind == _VALUE_GRAD, kind == _GRAD, kind == _VALUE
+
+        def slow(values: tuple, named: dict) -> Any:
+            out = run(kernel, size, values, named)
+            return _finish_batch(out, kind) if out.ndim == 2 else _finish(out, kind)
+
+        def call(*values: Any, **named: Any) -> Any:
+            if named or not values:
+                return slow(values, named)
+            if len(values) == n and type(values[0]) is float:
+                if n == 1 and shared:
+                    out = empty(width)
+                    out[0] = values[0]
+                else:
+                    # With the first a float, a conversion that succeeds gives the (n,) point.
+                    try:
+                        out = array(values + pad) if shared else array(values)
+                    except (TypeError, ValueError):  # e.g. an array among them
+                        return slow(values, named)
+                    if out.dtype is not f64:  # e.g. a string among them
+                        return slow(values, named)
+                if shared:
+                    row.call(out, out)
+                else:
+                    x, out = out, empty(size)
+                    row.call(x, out)
+            else:
+                x = values[0]
+                if not (type(x) is ndarray and x.shape == shape and x.dtype is f64
+                        and x.flags.carray and len(values) == 1):
+                    return slow(values, named)
+                out = empty(size)
+                row.call(x, out)
+            if values_grads:
+                return out.item(0), out[tail]
+            if grads:
+                return out[tail]
+            return out.item(0) if value else out
+
+        call.__name__ = name
+        call.__qualname__ = f"CompiledFunction.{name}"
+        call.__doc__ = getattr(CompiledFunction, name).__doc__
+        return call
+
     # -- evaluation ---------------------------------------------------------------------------
     def __call__(self, *values, **named):
-        out = self._run("value", self._m, values, named)
-        if self.scalar:
-            return float(out[0]) if out.ndim == 1 else out[:, 0]
-        return out
+        return self._value(*values, **named)
 
     def value_and_grad(self, *values, **named):
         """(value, gradient) of a scalar expression, from one fused kernel."""
-        if not self.scalar:
-            self._require_scalar("value_and_grad")
-        out = self._run("value_grad", 1 + self._k, values, named)
-        if out.ndim == 1:
-            return float(out[0]), out[1:]
-        return out[:, 0], out[:, 1:]
+        self._require_scalar("value_and_grad")
+        return self._bind("value_grad", 1 + self._k, _VALUE_GRAD)(*values, **named)
 
     def grad(self, *values, **named) -> np.ndarray:
-        return self.value_and_grad(*values, **named)[1]
+        """The gradient of a scalar expression (from the fused value+gradient kernel)."""
+        self._require_scalar("value_and_grad")
+        return self._bind("value_grad", 1 + self._k, _GRAD)(*values, **named)
 
     def jacobian(self, *values, **named) -> np.ndarray:
         """Shape (outputs, inputs) at a point, (points, outputs, inputs) for a batch."""

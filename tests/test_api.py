@@ -161,3 +161,61 @@ def test_tape_strategy_agrees_with_straight_line_kernels_and_prints_its_steps():
         sg.compile(f, [x, y, z], backend="python", strategy="tape")
     with pytest.raises(ValueError, match="unknown strategy"):
         sg.compile(f, [x, y, z], strategy="fastest")
+
+
+def test_every_spelling_of_a_point_gives_the_same_answer_and_one_kernel_signature(backend):
+    fn = sg.compile(x * y**2 + sg.sin(x), [x, y], backend=backend)
+    expected_value = 3.0 * 4.0 + np.sin(3.0)
+    expected_grad = [4.0 + np.cos(3.0), 12.0]
+    readonly = np.array([3.0, 2.0])
+    readonly.flags.writeable = False
+    unaligned = np.frombuffer(bytearray(17), dtype=np.float64, count=2, offset=1)
+    unaligned[:] = [3.0, 2.0]
+    spellings = [((3.0, 2.0), {}), ((3, 2), {}), ((3.0, 2), {}), ((3.0, "2.0"), {}),
+                 ((np.float64(3.0), 2.0), {}), (([3.0, 2.0],), {}), (((3, 2),), {}),
+                 ((np.array([3.0, 2.0]),), {}), ((np.array([3.0, 2.0], np.float32),), {}),
+                 ((np.array([3.0, 0.0, 2.0])[::2],), {}), ((readonly,), {}), ((unaligned,), {}),
+                 ((), {"y": 2.0, "x": 3.0})]
+    for values, named in spellings:
+        value, gradient = fn.value_and_grad(*values, **named)
+        assert type(value) is float and type(gradient) is np.ndarray
+        assert value == pytest.approx(expected_value, rel=1e-15)
+        assert gradient.tolist() == pytest.approx(expected_grad, rel=1e-15)
+        assert fn(*values, **named) == value and fn.grad(*values, **named).tolist() == (
+            gradient.tolist())
+    if backend == "numba":  # the API hands every point to the row kernel in one form
+        assert len(fn.module.value_grad_row.signatures) == 1
+        assert len(fn.module.value_row.signatures) == 1
+
+
+def test_each_call_returns_fresh_arrays(backend):
+    fn = sg.compile(x * y, [x, y], backend=backend)
+    _, first = fn.value_and_grad(2.0, 3.0)
+    _, second = fn.value_and_grad(5.0, 7.0)
+    assert first.tolist() == [3.0, 2.0] and second.tolist() == [7.0, 5.0]
+    point = np.array([2.0, 3.0])
+    fn.grad(point)[:] = 0.0
+    assert point.tolist() == [2.0, 3.0] and fn.grad(point).tolist() == [3.0, 2.0]
+
+
+def test_points_with_more_inputs_than_results_and_vector_outputs(backend):
+    a, b, c, d = sg.symbols("a b c d")
+    fn = sg.compile(a * b + c * d, [a, b, c, d], wrt=[a], backend=backend)
+    value, gradient = fn.value_and_grad(1.0, 2.0, 3.0, 4.0)
+    assert value == 14.0 and gradient.tolist() == [2.0]
+    assert fn(1.0, 2.0, 3.0, 4.0) == 14.0 and fn.grad(np.array([1.0, 2.0, 3.0, 4.0])).shape == (1,)
+    vector = sg.compile([a + b, c * d], [a, b, c, d], backend=backend)
+    out = vector(1.0, 2.0, 3.0, 4.0)
+    assert out.shape == (2,) and out.tolist() == [3.0, 12.0]
+    wide = sg.compile([a, b, a + b, a - b, a * b], [a, b], backend=backend)
+    assert wide(2.0, 3.0).tolist() == [2.0, 3.0, 5.0, -1.0, 6.0]
+
+
+def test_floats_mixed_with_arrays_raise_as_before(backend):
+    fn = sg.compile(x + y, [x, y], backend=backend)
+    with pytest.raises(ValueError):
+        fn(3.0, np.array([1.0, 2.0]))
+    with pytest.raises(ValueError, match="expected 2 value"):
+        fn(np.array([1.0, 2.0, 3.0]))
+    assert fn.value_and_grad.__name__ == "value_and_grad" and "fused" in (
+        fn.value_and_grad.__doc__)
