@@ -131,6 +131,9 @@ _TABLE: dict[tuple, _TableRef] = {}
 
 
 _DIGEST_OF = operator.attrgetter("digest")
+_new_node = object.__new__
+_set_op, _set_args, _set_value, _set_digest = (
+    Node.__dict__[slot].__set__ for slot in ("op", "args", "value", "digest"))
 _PREFIX: dict[str, bytes] = {}  # op -> the digest's header for an operation node
 
 
@@ -148,7 +151,11 @@ def _intern(op: str, args: tuple, value) -> Node:
         if value is None:
             _PREFIX[op] = prefix
     data = prefix + b"".join(map(_DIGEST_OF, args)) if args else prefix
-    node = Node(op, args, value, hashlib.blake2b(data, digest_size=16).digest())
+    node = _new_node(Node)  # the slots are set directly: no __init__ frame per node
+    _set_op(node, op)
+    _set_args(node, args)
+    _set_value(node, value)
+    _set_digest(node, hashlib.blake2b(data, digest_size=16).digest())
     ref = _TableRef(node, _forget)
     ref.key = key
     _TABLE[key] = ref
@@ -401,6 +408,13 @@ def combine(op: str, operands: Sequence) -> Node:
     recomputes it at every use. The differentiator combines through here so that a shared
     adjoint stays one operand, and derivative programs stay within a small factor of f.
     """
+    if len(operands) == 2:  # the differentiator's `adjoint * partial`: two plain nodes
+        a, b = operands
+        if (a.__class__ is Node and b.__class__ is Node and a.op != op and b.op != op
+                and a.op != "const" and b.op != "const"
+                and (op == "mul" or (a is not b and _lone_term(a) and _lone_term(b)))):
+            key = _ADD_KEY if op == "add" else _MUL_KEY
+            return _intern(op, (a, b) if key(a) <= key(b) else (b, a), None)
     nodes = [o if o.__class__ is Node else _as_node(o) for o in operands]
     for n in nodes:
         if n.op == op:
