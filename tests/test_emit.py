@@ -8,10 +8,13 @@ import subprocess
 import sys
 import textwrap
 
+import numpy as np
 import pytest
 
 import symgraph as sg
+from symgraph.graph import apply
 from symgraph.naming import input_identifiers
+from symgraph.ops import OPS
 from symgraph.schedule import MAX_WIDTH, schedule
 
 HOSTILE_NAMES = ["lambda", "np", "math", "t0", "f", "df_dx", "_x", "_out", "x; import os",
@@ -58,7 +61,8 @@ def test_kernels_over_hostile_names_compile_and_compute_correctly(backend):
     tree = ast.parse(fn.source)
     imported = {alias.name for node in ast.walk(tree)
                 if isinstance(node, (ast.Import, ast.ImportFrom)) for alias in node.names}
-    assert imported <= {"math", "numpy", "njit", "prange"}  # no name became a statement
+    assert imported <= {"ast", "inspect", "math", "operator", "numba", "numpy", "njit", "prange",
+                        "types"}  # no name became a statement
 
 
 def test_one_statement_per_node_and_wide_sums_are_split():
@@ -84,3 +88,68 @@ def test_python_source_reads_like_the_math():
     assert "f = x**2 + 2*x + 1" in source
     assert "t0 = x * x" in source
     assert "df_dx = t1 + 2.0" in source
+
+
+def _numba_twins(expr, args):
+    """The row kernel as compiled (steps lowered by the intrinsic) and a plain @njit of the same
+    steps function: Numba's own front end, the reference for the machine code's numbers."""
+    from numba import njit
+
+    fn = sg.compile(expr, args)
+    reference = njit(error_model="numpy")(fn.module.value_grad_steps)
+    return fn.module.value_grad_row, reference, 1 + len(args)
+
+
+EDGES = [0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 3.0, 1e300, -1e300, 1e-310, np.inf, -np.inf, np.nan]
+
+
+@pytest.mark.parametrize("op", sorted(OPS))
+def test_lowered_steps_give_the_bits_of_numbas_own_compile_for_every_op(op):
+    spec = OPS[op]
+    arity = 2 if spec.arity < 0 else spec.arity
+    args = sg.symbols("a b c")[:arity]
+    expressions = [apply(op, *args)]
+    if op == "pow":  # small integer exponents are emitted as products, others as **
+        expressions += [args[0] ** k for k in (2.0, 3.0, -1.0, -2.0, 0.5, 7.0)]
+    if op in ("add", "mul"):
+        expressions.append(apply(op, args[0], -args[1], 2.0))
+    rng = np.random.default_rng(0)
+    points = [list(rng.choice(EDGES, arity)) for _ in range(60)]
+    points += [list(rng.uniform(-3, 3, arity)) for _ in range(20)]
+    for expr in expressions:
+        ours, reference, size = _numba_twins(expr, list(args))
+        for point in points:
+            x = np.array(point, dtype=np.float64)
+            got, want = np.empty(size), np.empty(size)
+            ours(x, got)
+            reference(x, want)
+            same_nans = np.array_equal(np.isnan(got), np.isnan(want))
+            bits = [np.where(np.isnan(v), 0.0, v).tobytes() for v in (got, want)]
+            assert same_nans and bits[0] == bits[1], (op, point, got, want)  # -0.0 too
+
+
+def test_row_kernels_read_every_input_before_writing_an_output():
+    # The API passes floats in the array the results come back in (x is out).
+    x, y = sg.symbols("x y")
+    fn = sg.compile([y, x, x * y, x + y], [x, y])
+    body = ast.parse(fn.source)
+    steps = next(d for d in body.body if isinstance(d, ast.FunctionDef) and d.name == "value_steps")
+    kinds = ["in" if isinstance(s.value, ast.Subscript) else
+             "out" if isinstance(s.targets[0], ast.Subscript) else "step" for s in steps.body]
+    assert kinds == sorted(kinds, key=["in", "step", "out"].index)
+    shared = np.array([2.0, 3.0, 0.0, 0.0])
+    fn.module.value_row(shared, shared)
+    assert shared.tolist() == [3.0, 2.0, 6.0, 5.0]
+
+
+def test_row_kernels_take_strided_and_float32_arrays():
+    x, y = sg.symbols("x y")
+    fn = sg.compile(x * y + sg.sin(x), [x, y])
+    expected = np.empty(3)
+    fn.module.value_grad_row(np.array([2.0, 3.0]), expected)
+    strided, out = np.array([2.0, 9.0, 3.0])[::2], np.empty((3, 2))[:, 0]
+    fn.module.value_grad_row(strided, out)
+    assert out.tolist() == expected.tolist()
+    single = np.empty(3, dtype=np.float32)
+    fn.module.value_grad_row(np.array([2.0, 3.0], dtype=np.float32), single)
+    assert single.tolist() == expected.astype(np.float32).tolist()
