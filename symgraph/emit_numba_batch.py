@@ -1,0 +1,194 @@
+"""Numba batch kernels that run the steps of a program on a block of points at a time.
+
+A per-point loop (``prange`` over rows, the straight-line body inside) keeps every value in
+scalars: LLVM vectorises it only when the body is tiny, and one point's chain of libm calls runs
+serially. A lane
+kernel instead takes a block of `BLOCK` points and runs each *segment* of the program (a run of
+steps) as one loop over the block:
+
+* segments of arithmetic only (``+ - * /``, small integer powers, ``sqrt``, comparisons...) are
+  loops LLVM vectorises across points, AVX2/AVX-512 wide;
+* segments holding libm calls stay scalar, but their iterations are independent points, so the
+  CPU overlaps calls that are a dependent chain within one point.
+
+Steps are list-scheduled so that ready steps of one kind run together (few, long segments).
+A value used outside its segment lives in a *slot*: ``BLOCK`` consecutive floats of one scratch
+array ``_T``, addressed as ``_T[offset + _j]`` with literal offsets, which is what lets LLVM prove
+the loops free of aliasing without runtime checks. Slots are reused once their value is dead,
+so a block's working set is (live values) x BLOCK x 8 bytes. Inputs are copied into slots by a
+first loop and outputs out of them by a last one: strided accesses stay out of the vector loops.
+
+Results equal the row kernel's bit for bit: every step is the same IEEE operation on the same
+operands (reordering steps changes nothing; no fastmath, so no FMA contraction or
+reassociation). Only the payload or sign of a NaN may differ, which IEEE 754 leaves unspecified
+and which no op can turn into a non-NaN. Tiny programs (loads and stores dominate) and large
+ones (Numba's compile time of the lane kernel grows much faster than its gain) keep the
+per-point loop over the row kernel.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import replace
+
+from .emit_common import INDENT, step_lines
+from .ops import _int_exponent
+from .schedule import Program, Step
+
+JIT = '@njit(cache=True, error_model="numpy")'
+JIT_PARALLEL = '@njit(cache=True, error_model="numpy", parallel=True)'
+
+BLOCK = 64  # points per block (32-64 measured best): a slot is 512 bytes, slots stay in L1/L2
+CHUNK = 2048  # points per parallel task: one scratch allocation per task, not per block
+# Above this, lanes cost 6-9 s more compile (1,200-step kernels) and gained nothing measurable:
+# the big vector loops spill, and libm calls (MLP's tanh, the nest) dominate anyway.
+MAX_STEPS = 400
+MIN_WORK = 4  # vector steps per input or output below which per-point code is as fast
+
+# Ops whose Numba template is arithmetic, an LLVM intrinsic (sqrt, fabs, floor) or a select:
+# loops of them vectorise. Everything else calls libm (or contains a call) and stays scalar.
+VECTOR_OPS = frozenset({"add", "mul", "neg", "div", "sqrt", "abs", "floor", "ceil", "lt", "le",
+                        "gt", "ge", "eq", "ne", "where", "min", "max", "relu", "sign"})
+
+I1, I2, I3 = INDENT, INDENT * 2, INDENT * 3
+
+
+def is_vector_step(step: Step) -> bool:
+    if step.op == "pow":  # small integer powers are products (ops._pow_template)
+        return _int_exponent(step.operands[1]) not in (None, 0)
+    return step.op in VECTOR_OPS
+
+
+def _value(operand: str) -> str | None:
+    """The name an operand reads (``-t3`` reads ``t3``), or None for a literal."""
+    name = operand[1:] if operand.startswith("-") else operand
+    return name if name.isidentifier() else None
+
+
+def uses_lanes(p: Program) -> bool:
+    vector = sum(1 for s in p.steps if is_vector_step(s))
+    return len(p.steps) <= MAX_STEPS and vector >= MIN_WORK * (len(p.inputs) + len(p.outputs))
+
+
+def segments(p: Program) -> list[list[Step]]:
+    """Steps in a dependency-respecting order, cut into runs of one kind (vector or call).
+
+    Kahn's algorithm with one ready queue per kind, each in program order: drain one kind's
+    queue (steps made ready meanwhile join it), then switch kinds while the other has work.
+    """
+    index = {s.target: k for k, s in enumerate(p.steps)}
+    waiting = [0] * len(p.steps)
+    users: list[list[int]] = [[] for _ in p.steps]
+    for k, s in enumerate(p.steps):
+        for name in {_value(o) for o in s.operands} - {None}:
+            if name in index:
+                waiting[k] += 1
+                users[index[name]].append(k)
+    ready: dict[bool, list[int]] = {True: [], False: []}
+    for k, s in enumerate(p.steps):
+        if not waiting[k]:
+            ready[is_vector_step(s)].append(k)
+    kind = True
+    runs: list[list[Step]] = []
+    while ready[True] or ready[False]:
+        if not ready[kind]:
+            kind = not kind
+        queue, run = ready[kind], []
+        heapq.heapify(queue)
+        while queue:
+            k = heapq.heappop(queue)
+            run.append(p.steps[k])
+            for u in users[k]:
+                waiting[u] -= 1
+                if not waiting[u]:
+                    heapq.heappush(ready[is_vector_step(p.steps[u])], u)
+        runs.append(run)
+        kind = not kind
+    return runs
+
+
+def _slots(p: Program, runs: list[list[Step]]) -> dict[str, int]:
+    """Slot of every value read outside the segment that defines it (inputs: segment -1,
+    outputs: read by segment len(runs)). Linear scan; the lowest free slot is reused first."""
+    defined = {name: -1 for name in p.inputs}
+    for k, run in enumerate(runs):
+        for s in run:
+            defined[s.target] = k
+    last: dict[str, int] = {}
+    for k, run in enumerate(runs):
+        for s in run:
+            for name in map(_value, s.operands):
+                if name in defined and defined[name] != k:
+                    last[name] = max(last.get(name, k), k)
+    for _, operand in p.outputs:
+        if operand in defined:
+            last[operand] = len(runs)
+    born: dict[int, list[str]] = {}
+    dies: dict[int, list[str]] = {}
+    for name in defined:  # program order: deterministic
+        if name in last:
+            born.setdefault(defined[name], []).append(name)
+            dies.setdefault(last[name], []).append(name)
+    slot: dict[str, int] = {}
+    free: list[int] = []
+    count = 0
+    for k in range(-1, len(runs) + 1):
+        # A segment loads what it reads before it stores what it defines, so a value that
+        # dies here may hand its slot to one born here.
+        for name in dies.get(k, []):
+            heapq.heappush(free, slot[name])
+        for name in born.get(k, []):
+            if free:
+                slot[name] = heapq.heappop(free)
+            else:
+                slot[name], count = count, count + 1
+    return slot
+
+
+def lane_kernel_lines(p: Program) -> list[str]:
+    """The lane kernel, whatever the program's size (`batch_kernel_lines` chooses)."""
+    runs = segments(p)
+    slot = _slots(p, runs)
+    count = max(slot.values(), default=0) + 1
+
+    def cell(name: str) -> str:
+        return f"_T[{slot[name] * BLOCK} + _j]"
+
+    def loop(body: list[str]) -> list[str]:
+        return [f"{I1}for _j in range(_m):", *body] if body else []
+
+    lines = [JIT, f"def {p.name}_lanes(_X, _OUT, _T, _s, _m):",
+             f"{I1}# Points _s .. _s + _m - 1; a value crossing segments lives in _T[slot * "
+             f"{BLOCK} + _j]."]
+    lines += loop([f"{I2}{cell(name)} = _X[_s + _j, {k}]"
+                   for k, name in enumerate(p.inputs) if name in slot])
+    for run in runs:
+        mine = {s.target for s in run}
+        reads = dict.fromkeys(name for s in run for name in map(_value, s.operands)
+                              if name in slot and name not in mine)
+        body = [f"{I2}{name} = {cell(name)}" for name in reads]
+        body += step_lines(replace(p, steps=tuple(run)), "nb", I2)
+        body += [f"{I2}{cell(s.target)} = {s.target}" for s in run if s.target in slot]
+        lines += loop(body)
+    lines += loop([f"{I2}_OUT[_s + _j, {k}] = {cell(o) if o in slot else o}"
+                   for k, (_, o) in enumerate(p.outputs)])
+    return lines + ["", "", JIT_PARALLEL, f"def {p.name}_batch(_X, _OUT):",
+                    f"{I1}_n = _X.shape[0]",
+                    f"{I1}for _c in prange((_n + {CHUNK - 1}) // {CHUNK}):",
+                    f"{I2}_T = np.empty({count * BLOCK})  # this task's slots",
+                    f"{I2}for _s in range(_c * {CHUNK}, min(_n, _c * {CHUNK} + {CHUNK}), "
+                    f"{BLOCK}):",
+                    f"{I3}{p.name}_lanes(_X, _OUT, _T, _s, min({BLOCK}, _n - _s))"]
+
+
+def point_kernel_lines(p: Program) -> list[str]:
+    """Today's kernel: a parallel loop calling the row kernel on each point."""
+    return [JIT_PARALLEL, f"def {p.name}_batch(_X, _OUT):",
+            f"{I1}for _i in prange(_X.shape[0]):",
+            f"{I2}{p.name}_row(_X[_i], _OUT[_i])"]
+
+
+def batch_kernel_lines(p: Program) -> list[str]:
+    """Source lines of ``{p.name}_batch(_X, _OUT)`` (and the ``{p.name}_lanes`` it calls):
+    rows of `_X` are points, rows of `_OUT` their outputs. Needs ``{p.name}_row`` beside it."""
+    return lane_kernel_lines(p) if uses_lanes(p) else point_kernel_lines(p)
