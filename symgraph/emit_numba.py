@@ -1,4 +1,4 @@
-"""Emit Numba kernels: a per-point kernel and a parallel batch loop over it.
+"""Emit Numba kernels: a per-point kernel and a parallel batch kernel (`emit_numba_batch`).
 
 Each program's steps are written once, as a plain Python function ``NAME_steps(_x, _out)`` (one
 statement per step; it runs as it is). Numba's own front end (bytecode analysis, type
@@ -21,10 +21,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .emit_common import INDENT, module_header, output_lines, step_lines
+from .emit_numba_batch import JIT, batch_kernel_lines
 from .schedule import Program
-
-JIT = '@njit(cache=True, error_model="numpy")'
-JIT_PARALLEL = '@njit(cache=True, error_model="numpy", parallel=True)'
 
 # The lowering every generated module carries (so it stays standalone): the steps' syntax is
 # what the op table's Numba templates produce, and nothing else is accepted.
@@ -147,12 +145,6 @@ def _row_kernel(p: Program) -> list[str]:
             JIT, f"def {p.name}_row(_x, _out):", f"{INDENT}_{p.name}_steps(_x, _out)"]
 
 
-def _batch_kernel(p: Program) -> list[str]:
-    return [JIT_PARALLEL, f"def {p.name}_batch(_X, _OUT):",
-            f"{INDENT}for _i in prange(_X.shape[0]):",
-            f"{INDENT * 2}{p.name}_row(_X[_i], _OUT[_i])"]
-
-
 def emit_numba(programs: Sequence[Program], title: str, description: Sequence[str],
                input_labels: Sequence[str], version: str) -> str:
     lines = module_header(title, description, programs, input_labels, version,
@@ -161,5 +153,6 @@ def emit_numba(programs: Sequence[Program], title: str, description: Sequence[st
                            "from numba import njit, prange, types"])
     lines += LOWERING.rstrip("\n").split("\n")
     for p in programs:
-        lines += ["", "", *_steps_function(p), "", "", *_row_kernel(p), "", "", *_batch_kernel(p)]
+        lines += ["", "", *_steps_function(p), "", "", *_row_kernel(p), "", "",
+                  *batch_kernel_lines(p)]
     return "\n".join(lines) + "\n"
