@@ -51,9 +51,10 @@ __all__ = ["LANE_BUDGET", "STRATEGIES", "TAPE_THRESHOLD_OPS", "Tape", "TapeModul
 _SPECIAL_LITERALS = {"math.nan": math.nan, "math.inf": math.inf, "-math.inf": -math.inf}
 _CHAINED = {"add": ADD, "mul": MUL}
 STRATEGIES = ("auto", "straight", "tape")
-# benchmarks/scale.py: a straight-line Numba kernel compiles in ~1.5 ms per operation (row and
-# batch: ~7 s at this size, ~47 s at 20,000, minutes beyond); a tape builds in ~3 us per
-# instruction with nothing to compile and evaluates ~2.5x slower per point.
+# Measured with benchmarks/scale.py: a straight-line Numba kernel compiles in ~0.2 ms per
+# operation for the row and ~0.3 ms for the batch (~2 s at this size, 4,517 ops: 0.95 s + 1.2 s;
+# ~9 s at 13,000); a tape builds in ~3 us per instruction with nothing to compile (its
+# interpreter loads from Numba's cache in ~0.4 s) and evaluates ~3x slower per point.
 TAPE_THRESHOLD_OPS = 4_000
 
 
