@@ -52,14 +52,21 @@ def _straight_line(steps):
 
 
 def _lower(body, context, builder, signature, args):
-    typing, f64, impls, env = context.typing_context, types.float64, {}, {}
     arrays = [(ty, context.make_array(ty)(context, builder, a))
               for ty, a in zip(signature.args, args)]
 
-    def pointer(index, which):
-        ty, ary = arrays[which]
+    def pointer(node):  # _x[i] or _out[k]
+        ty, ary = arrays[node.value.id == "_out"]
         return ty.dtype, numba.core.cgutils.get_item_pointer(
-            context, builder, ty, ary, [context.get_constant(types.intp, index)], wraparound=False)
+            context, builder, ty, ary, [context.get_constant(types.intp, node.slice.value)])
+
+    _compile_steps(context, builder, pointer, {})(body)
+    return context.get_dummy_value()
+
+
+def _compile_steps(context, builder, pointer, impls):
+    """A function that emits the assignments it is given (`pointer` addresses subscripts)."""
+    typing, f64, env = context.typing_context, types.float64, {}
 
     def call(function, operands):  # typed once per kernel and operation, then reused
         key = (function, len(operands))
@@ -112,20 +119,22 @@ def _lower(body, context, builder, signature, args):
             function = (getattr(_CALLABLE[f.value.id], f.attr) if isinstance(f, ast.Attribute)
                         else _CALLABLE[f.id])
             return call(function, [number(a) for a in node.args])
-        if isinstance(node, ast.Subscript) and node.value.id == "_x":
-            dtype, ptr = pointer(node.slice.value, 0)
+        if isinstance(node, ast.Subscript):
+            dtype, ptr = pointer(node)
             return context.unpack_value(builder, dtype, ptr), dtype
         raise NotImplementedError(f"no straight-line lowering for {ast.unparse(node)!r}")
 
-    for statement in body:
-        target = statement.targets[0]
-        if isinstance(target, ast.Name):
-            env[target.id] = number(statement.value)
-        else:  # _out[k] = value
-            dtype, ptr = pointer(target.slice.value, 1)
-            value = context.cast(builder, number(statement.value), f64, dtype)
-            context.pack_value(builder, dtype, value, ptr)
-    return context.get_dummy_value()
+    def run(statements):
+        for statement in statements:
+            target = statement.targets[0]
+            if isinstance(target, ast.Name):
+                env[target.id] = number(statement.value)
+            else:  # _out[k] = value
+                dtype, ptr = pointer(target)
+                value = context.cast(builder, number(statement.value), f64, dtype)
+                context.pack_value(builder, dtype, value, ptr)
+
+    return run
 
 
 def value_steps(_x, _out):

@@ -55,14 +55,21 @@ def _straight_line(steps):
 
 
 def _lower(body, context, builder, signature, args):
-    typing, f64, impls, env = context.typing_context, types.float64, {}, {}
     arrays = [(ty, context.make_array(ty)(context, builder, a))
               for ty, a in zip(signature.args, args)]
 
-    def pointer(index, which):
-        ty, ary = arrays[which]
+    def pointer(node):  # _x[i] or _out[k]
+        ty, ary = arrays[node.value.id == "_out"]
         return ty.dtype, numba.core.cgutils.get_item_pointer(
-            context, builder, ty, ary, [context.get_constant(types.intp, index)], wraparound=False)
+            context, builder, ty, ary, [context.get_constant(types.intp, node.slice.value)])
+
+    _compile_steps(context, builder, pointer, {})(body)
+    return context.get_dummy_value()
+
+
+def _compile_steps(context, builder, pointer, impls):
+    """A function that emits the assignments it is given (`pointer` addresses subscripts)."""
+    typing, f64, env = context.typing_context, types.float64, {}
 
     def call(function, operands):  # typed once per kernel and operation, then reused
         key = (function, len(operands))
@@ -115,19 +122,83 @@ def _lower(body, context, builder, signature, args):
             function = (getattr(_CALLABLE[f.value.id], f.attr) if isinstance(f, ast.Attribute)
                         else _CALLABLE[f.id])
             return call(function, [number(a) for a in node.args])
-        if isinstance(node, ast.Subscript) and node.value.id == "_x":
-            dtype, ptr = pointer(node.slice.value, 0)
+        if isinstance(node, ast.Subscript):
+            dtype, ptr = pointer(node)
             return context.unpack_value(builder, dtype, ptr), dtype
         raise NotImplementedError(f"no straight-line lowering for {ast.unparse(node)!r}")
 
-    for statement in body:
-        target = statement.targets[0]
-        if isinstance(target, ast.Name):
-            env[target.id] = number(statement.value)
-        else:  # _out[k] = value
-            dtype, ptr = pointer(target.slice.value, 1)
-            value = context.cast(builder, number(statement.value), f64, dtype)
-            context.pack_value(builder, dtype, value, ptr)
+    def run(statements):
+        for statement in statements:
+            target = statement.targets[0]
+            if isinstance(target, ast.Name):
+                env[target.id] = number(statement.value)
+            else:  # _out[k] = value
+                dtype, ptr = pointer(target)
+                value = context.cast(builder, number(statement.value), f64, dtype)
+                context.pack_value(builder, dtype, value, ptr)
+
+    return run
+'''
+
+# Only in modules with a lane batch kernel (emit_numba_batch).
+LANE_LOWERING = '''
+
+# NAME_lanes below runs the steps on a block of points, one loop over the block per segment.
+# NAME_batch compiles it through _lane_loops: the loops become loops in LLVM IR (which LLVM
+# vectorises as it would Numba's), each step is lowered as _straight_line lowers it, and _T is
+# a scratch array on the stack. Numba's front end types one call instead of every line (~2 ms
+# a line), and the lane code is no function of its own that LLVM compiles, then again inside
+# the parallel loop: half the compile time, the same machine loops.
+
+def _lane_loops(lanes, slots, block, chunk):
+    """An intrinsic (X, OUT, c) -> None that runs the function `lanes` on each block of `block`
+    points of chunk c (points c*chunk .. c*chunk + chunk - 1), its loops over _j as loops in
+    LLVM IR (which LLVM vectorises) and its _T as `slots` floats on the stack."""
+
+    def typer(typingctx, x, out, c):
+        if (isinstance(x, types.Array) and isinstance(out, types.Array) and x.ndim == 2 == out.ndim
+                and isinstance(c, types.Integer)):
+            loops = ast.parse(inspect.getsource(lanes)).body[0].body
+            return types.void(x, out, c), lambda *lowering: _lower_lanes(
+                loops, slots, block, chunk, *lowering)
+        return None
+
+    typer.__name__ = lanes.__name__
+    return numba.extending.intrinsic(typer)
+
+
+def _lower_lanes(loops, slots, block, chunk, context, builder, signature, args):
+    cgutils, intp, impls = numba.core.cgutils, types.intp, {}
+    (xty, oty, cty), (x, out, c) = signature.args, args
+    arrays = {"_X": (xty, context.make_array(xty)(context, builder, x)),
+              "_OUT": (oty, context.make_array(oty)(context, builder, out))}
+    scratch = cgutils.alloca_once(builder, context.get_value_type(types.float64), size=slots)
+    scratch.align = 64  # whole cache lines: a slot's vector loads never straddle two
+    n = cgutils.unpack_tuple(builder, arrays["_X"][1].shape)[0]
+    start = builder.mul(context.cast(builder, c, cty, intp), context.get_constant(intp, chunk))
+    end = builder.add(start, context.get_constant(intp, chunk))
+    stop = builder.select(builder.icmp_signed("<", n, end), n, end)
+    with cgutils.for_range_slice(builder, start, stop, context.get_constant(intp, block)) as (
+            s, _):
+        left = builder.sub(n, s)
+        m = builder.select(builder.icmp_signed("<", left, context.get_constant(intp, block)),
+                           left, context.get_constant(intp, block))
+        for loop in loops:
+            if not isinstance(loop, ast.For):
+                continue
+            with cgutils.for_range(builder, m) as j:
+                j = j.index
+
+                def pointer(node):  # _T[offset + _j], _X[_s + _j, k], _OUT[_s + _j, k]
+                    if node.value.id == "_T":
+                        offset = context.get_constant(intp, node.slice.left.value)
+                        return types.float64, builder.gep(scratch, [builder.add(offset, j)])
+                    ty, ary = arrays[node.value.id]
+                    column = context.get_constant(intp, node.slice.elts[1].value)
+                    return ty.dtype, cgutils.get_item_pointer(
+                        context, builder, ty, ary, [builder.add(s, j), column])
+
+                _compile_steps(context, builder, pointer, impls)(loop.body)
     return context.get_dummy_value()
 '''
 
@@ -151,8 +222,10 @@ def emit_numba(programs: Sequence[Program], title: str, description: Sequence[st
                           ["import ast", "import inspect", "import math", "import operator", "",
                            "import numba", "import numpy as np",
                            "from numba import njit, prange, types"])
+    batches = [batch_kernel_lines(p) for p in programs]
     lines += LOWERING.rstrip("\n").split("\n")
-    for p in programs:
-        lines += ["", "", *_steps_function(p), "", "", *_row_kernel(p), "", "",
-                  *batch_kernel_lines(p)]
+    if any(line.startswith(f"_{p.name}_lanes = ") for p, b in zip(programs, batches) for line in b):
+        lines += LANE_LOWERING.rstrip("\n").split("\n")
+    for p, batch in zip(programs, batches):
+        lines += ["", "", *_steps_function(p), "", "", *_row_kernel(p), "", "", *batch]
     return "\n".join(lines) + "\n"

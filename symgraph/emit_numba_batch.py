@@ -15,8 +15,13 @@ Steps are list-scheduled so that ready steps of one kind run together (few, long
 A value used outside its segment lives in a *slot*: ``BLOCK`` consecutive floats of one scratch
 array ``_T``, addressed as ``_T[offset + _j]`` with literal offsets, which is what lets LLVM prove
 the loops free of aliasing without runtime checks. Slots are reused once their value is dead,
-so a block's working set is (live values) x BLOCK x 8 bytes. Inputs are copied into slots by a
-first loop and outputs out of them by a last one: strided accesses stay out of the vector loops.
+so a block's working set is (live values) x BLOCK x 8 bytes (at most ~250 KB, on the stack of
+the thread). Inputs are copied into slots by a first loop and outputs out of them by a last one:
+strided accesses stay out of the vector loops.
+
+``NAME_lanes`` is written as plain Python (it runs as it is); the batch kernel compiles it with
+``_lane_loops`` (emit_numba.LANE_LOWERING), which emits its loops as LLVM IR directly: Numba's
+per-line front end and a separate compile of the lane function would double the compile time.
 
 Results equal the row kernel's bit for bit: every step is the same IEEE operation on the same
 operands (reordering steps changes nothing; no fastmath, so no FMA contraction or
@@ -39,7 +44,7 @@ JIT = '@njit(cache=True, error_model="numpy")'
 JIT_PARALLEL = '@njit(cache=True, error_model="numpy", parallel=True)'
 
 BLOCK = 64  # points per block (32-64 measured best): a slot is 512 bytes, slots stay in L1/L2
-CHUNK = 2048  # points per parallel task: one scratch allocation per task, not per block
+CHUNK = 2048  # points per parallel task (a few blocks, so tasks are not too small)
 # Above this, lanes cost 6-9 s more compile (1,200-step kernels) and gained nothing measurable:
 # the big vector loops spill, and libm calls (MLP's tanh, the nest) dominate anyway.
 MAX_STEPS = 400
@@ -50,7 +55,7 @@ MIN_WORK = 4  # vector steps per input or output below which per-point code is a
 VECTOR_OPS = frozenset({"add", "mul", "neg", "div", "sqrt", "abs", "floor", "ceil", "lt", "le",
                         "gt", "ge", "eq", "ne", "where", "min", "max", "relu", "sign"})
 
-I1, I2, I3 = INDENT, INDENT * 2, INDENT * 3
+I1, I2 = INDENT, INDENT * 2
 
 
 def is_vector_step(step: Step) -> bool:
@@ -157,7 +162,7 @@ def lane_kernel_lines(p: Program) -> list[str]:
     def loop(body: list[str]) -> list[str]:
         return [f"{I1}for _j in range(_m):", *body] if body else []
 
-    lines = [JIT, f"def {p.name}_lanes(_X, _OUT, _T, _s, _m):",
+    lines = [f"def {p.name}_lanes(_X, _OUT, _T, _s, _m):",
              f"{I1}# Points _s .. _s + _m - 1; a value crossing segments lives in _T[slot * "
              f"{BLOCK} + _j]."]
     lines += loop([f"{I2}{cell(name)} = _X[_s + _j, {k}]"
@@ -172,13 +177,12 @@ def lane_kernel_lines(p: Program) -> list[str]:
         lines += loop(body)
     lines += loop([f"{I2}_OUT[_s + _j, {k}] = {cell(o) if o in slot else o}"
                    for k, (_, o) in enumerate(p.outputs)])
-    return lines + ["", "", JIT_PARALLEL, f"def {p.name}_batch(_X, _OUT):",
-                    f"{I1}_n = _X.shape[0]",
-                    f"{I1}for _c in prange((_n + {CHUNK - 1}) // {CHUNK}):",
-                    f"{I2}_T = np.empty({count * BLOCK})  # this task's slots",
-                    f"{I2}for _s in range(_c * {CHUNK}, min(_n, _c * {CHUNK} + {CHUNK}), "
-                    f"{BLOCK}):",
-                    f"{I3}{p.name}_lanes(_X, _OUT, _T, _s, min({BLOCK}, _n - _s))"]
+    return lines + ["", "", f"_{p.name}_lanes = _lane_loops({p.name}_lanes, slots={count * BLOCK}, "
+                    f"block={BLOCK}, chunk={CHUNK})", "", "",
+                    JIT_PARALLEL, f"def {p.name}_batch(_X, _OUT):",
+                    f"{I1}for _c in prange((_X.shape[0] + {CHUNK - 1}) // {CHUNK}):",
+                    f"{I2}_{p.name}_lanes(_X, _OUT, _c)  # {p.name}_lanes on each block of "
+                    f"{BLOCK} points"]
 
 
 def point_kernel_lines(p: Program) -> list[str]:

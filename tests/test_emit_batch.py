@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import os
+import platform
 import subprocess
 import sys
 import textwrap
@@ -186,3 +187,16 @@ def test_segments_respect_dependencies_and_keep_every_step():
                 name = o.lstrip("-")
                 assert name not in targets or name in done
             done.add(s.target)
+
+
+@pytest.mark.skipif(platform.machine().lower() not in ("x86_64", "amd64"), reason="x86 assembly")
+def test_lane_loops_vectorise_without_fma_contraction(use_kernel):
+    # _lane_loops writes plain counted loops: LLVM vectorises them (packed multiplies), and
+    # without fastmath it never contracts a*b + c into an FMA (which would change the bits).
+    use_kernel(lane_kernel_lines)
+    expr, args = corpus.rosenbrock(6)
+    module, programs = lane_module((expr, args), hessian=False)
+    X = points(len(args), 100, seed=3)
+    module.value_grad_batch(X, np.empty((100, len(programs[1].outputs))))
+    asm = "\n".join(module.value_grad_batch.inspect_asm().values())
+    assert "mulpd" in asm and "fmadd" not in asm and "fmsub" not in asm
