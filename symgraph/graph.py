@@ -114,57 +114,62 @@ class Node:
 
 
 class _TableRef(weakref.ref):
-    """A weak reference that remembers its table key, so a collected node removes its entry."""
+    """A weak reference that knows its table and key, so a collected node removes its entry."""
 
-    __slots__ = ("key",)
+    __slots__ = ("key", "table")
 
 
 def _forget(ref: _TableRef) -> None:
-    if _TABLE.get(ref.key) is ref:
-        del _TABLE[ref.key]
+    if ref.table.get(ref.key) is ref:
+        del ref.table[ref.key]
 
 
-# The intern table: (op, args, value) -> weak reference to the one node with that structure.
-# Weak, so expressions nobody holds are freed; a plain dict of refs (not WeakValueDictionary)
-# because interning is the innermost step of every construction.
-_TABLE: dict[tuple, _TableRef] = {}
-
-
+# The intern tables, one per op: arguments (a leaf: its value) -> weak reference to the one
+# node with that structure. Weak, so expressions nobody holds are freed; plain dicts of refs
+# (not WeakValueDictionary), keyed by the node's own argument tuple, because interning is the
+# innermost step of every construction.
+_TABLES: dict[str, dict] = {}
+_HEADERS: dict[str, bytes] = {}  # op -> the start of an operation node's digest input
 _DIGEST_OF = operator.attrgetter("digest")
 _new_node = object.__new__
 _set_op, _set_args, _set_value, _set_digest = (
     Node.__dict__[slot].__set__ for slot in ("op", "args", "value", "digest"))
-_PREFIX: dict[str, bytes] = {}  # op -> the digest's header for an operation node
 
 
 def _intern(op: str, args: tuple, value) -> Node:
-    key = (op, args, value.hex() if op == "const" else value)  # hex keeps -0.0 and nan apart
-    ref = _TABLE.get(key)
+    table = _TABLES.get(op)
+    if table is None:
+        table = _TABLES[op] = {}
+    # A leaf's key is its value: hex keeps -0.0 and nan apart, a symbol's is its name.
+    key = args if value is None else value.hex() if op == "const" else value
+    ref = table.get(key)
     if ref is not None:
         node = ref()
         if node is not None:
             return node
     # The digest hashes op, value and the arguments' digests: structural, the same everywhere.
-    prefix = _PREFIX.get(op) if value is None else None
-    if prefix is None:
-        prefix = op.encode() + b"\0" + str(key[2]).encode() + b"\0"
-        if value is None:
-            _PREFIX[op] = prefix
-    data = prefix + b"".join(map(_DIGEST_OF, args)) if args else prefix
+    if value is None:
+        header = _HEADERS.get(op)
+        if header is None:
+            header = _HEADERS[op] = op.encode() + b"\0None\0"
+        data = header + b"".join(map(_DIGEST_OF, args))
+    else:
+        data = op.encode() + b"\0" + str(key).encode() + b"\0"
     node = _new_node(Node)  # the slots are set directly: no __init__ frame per node
     _set_op(node, op)
     _set_args(node, args)
     _set_value(node, value)
     _set_digest(node, hashlib.blake2b(data, digest_size=16).digest())
     ref = _TableRef(node, _forget)
-    ref.key = key
-    _TABLE[key] = ref
+    ref.key, ref.table = key, table
+    table[key] = ref
     return node
 
 
 def interned_count() -> int:
-    """Nodes alive in the intern table (tests use it to check that expressions are freed)."""
-    return sum(1 for ref in list(_TABLE.values()) if ref() is not None)
+    """Nodes alive in the intern tables (tests use it to check that expressions are freed)."""
+    return sum(1 for table in _TABLES.values() for ref in list(table.values())
+               if ref() is not None)
 
 
 def const(value: Number) -> Node:
