@@ -20,7 +20,7 @@ import operator
 
 import numba
 import numpy as np
-from numba import njit, prange, types
+from numba import njit, types
 
 # -- How the kernels compile ------------------------------------------------------------------
 # NAME_steps below is each kernel in plain Python. NAME_row runs the same steps compiled by
@@ -151,9 +151,9 @@ def value_row(_x, _out):
     _value_steps(_x, _out)
 
 
-@njit(cache=True, error_model="numpy", parallel=True)
+@njit(cache=True, error_model="numpy", nogil=True)
 def value_batch(_X, _OUT):
-    for _i in prange(_X.shape[0]):
+    for _i in range(_X.shape[0]):
         value_row(_X[_i], _OUT[_i])
 
 
@@ -175,9 +175,9 @@ def value_grad_row(_x, _out):
     _value_grad_steps(_x, _out)
 
 
-@njit(cache=True, error_model="numpy", parallel=True)
+@njit(cache=True, error_model="numpy", nogil=True)
 def value_grad_batch(_X, _OUT):
-    for _i in prange(_X.shape[0]):
+    for _i in range(_X.shape[0]):
         value_grad_row(_X[_i], _OUT[_i])
 
 
@@ -200,7 +200,7 @@ def value_grad_hess_row(_x, _out):
     _value_grad_hess_steps(_x, _out)
 
 
-@njit(cache=True, error_model="numpy", parallel=True)
+@njit(cache=True, error_model="numpy", nogil=True)
 def value_grad_hess_batch(_X, _OUT):
-    for _i in prange(_X.shape[0]):
+    for _i in range(_X.shape[0]):
         value_grad_hess_row(_X[_i], _OUT[_i])

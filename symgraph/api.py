@@ -12,6 +12,7 @@ a 2-D array with one row per point.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -19,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from . import naming
+from .batching import rows_per_thread, run_batch
 from .coerce import as_expression, as_symbols
 from .compiler import load_source
 from .differentiate import hessian, jacobian
@@ -179,7 +181,12 @@ class CompiledFunction:
             self.module, self.path = load_source(self._source, cache_dir)
         self._n, self._m, self._k = len(self.args), len(self.outputs), len(self.wrt)
         self._rows = {p.name: _Row(getattr(self.module, p.name + "_row")) for p in self.programs}
-        self._batches = {p.name: getattr(self.module, p.name + "_batch") for p in self.programs}
+        batches = {p.name: getattr(self.module, p.name + "_batch") for p in self.programs}
+        if self.backend == "numba" and self.strategy == "straight":  # serial, nogil kernels
+            batches = {p.name: functools.partial(run_batch, batches[p.name],
+                                                 min_rows=rows_per_thread(p.cost))
+                       for p in self.programs}
+        self._batches = batches
         self._hessian_function: CompiledFunction | None = None
         # Per-instance fast paths (they shadow the methods of the same name): one closure
         # between the caller and the kernel, with everything it needs bound in advance.

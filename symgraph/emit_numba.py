@@ -1,4 +1,4 @@
-"""Emit Numba kernels: a per-point kernel and a parallel batch kernel (`emit_numba_batch`).
+"""Emit Numba kernels: a per-point kernel and a batch kernel (`emit_numba_batch`).
 
 Each program's steps are written once, as a plain Python function ``NAME_steps(_x, _out)`` (one
 statement per step; it runs as it is). Numba's own front end (bytecode analysis, type
@@ -148,7 +148,7 @@ LANE_LOWERING = '''
 # vectorises as it would Numba's), each step is lowered as _straight_line lowers it, and _T is
 # a scratch array on the stack. Numba's front end types one call instead of every line (~2 ms
 # a line), and the lane code is no function of its own that LLVM compiles, then again inside
-# the parallel loop: half the compile time, the same machine loops.
+# the batch loop: half the compile time, the same machine loops.
 
 def _lane_loops(lanes, slots, block, chunk):
     """An intrinsic (X, OUT, c) -> None that runs the function `lanes` on each block of `block`
@@ -221,7 +221,7 @@ def emit_numba(programs: Sequence[Program], title: str, description: Sequence[st
     lines = module_header(title, description, programs, input_labels, version,
                           ["import ast", "import inspect", "import math", "import operator", "",
                            "import numba", "import numpy as np",
-                           "from numba import njit, prange, types"])
+                           "from numba import njit, types"])
     batches = [batch_kernel_lines(p) for p in programs]
     lines += LOWERING.rstrip("\n").split("\n")
     if any(line.startswith(f"_{p.name}_lanes = ") for p, b in zip(programs, batches) for line in b):
