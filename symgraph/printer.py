@@ -16,13 +16,11 @@ prints the shared form, one line per reused subexpression.
 
 from __future__ import annotations
 
-import gc
 import math
 import re
-from collections.abc import Callable, Generator, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Sequence
 
-from .graph import Node, topological_order
+from .graph import Node, bulk, topological_order
 from .ops import OPS, PREC_ADD, PREC_ATOM, PREC_COMPARE, PREC_MUL, PREC_NEG, PREC_POW
 
 __all__ = ["to_text", "to_text_cse", "to_latex", "number_text", "MAX_LENGTH"]
@@ -328,20 +326,7 @@ def _check(node) -> None:
         raise TypeError(f"expected a symgraph Node, got {type(node).__name__}")
 
 
-@contextmanager
-def _gc_paused() -> Generator[None, None, None]:
-    # Printing allocates many small containers and frees none until the end: the cyclic
-    # collector would only rescan them (it costs ~40% on long chains).
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if collecting:
-            gc.enable()
-
-
-@_gc_paused()
+@bulk  # printing allocates many small containers: no collector passes over them
 def _render(style: _Style, node: Node, max_length: int | None) -> str:
     _check(node)
     forms: dict[Node, list] = {}
@@ -377,7 +362,7 @@ def to_latex(node: Node, max_length: int | None = MAX_LENGTH) -> str:
     return _render(_Latex(), node, max_length)
 
 
-@_gc_paused()
+@bulk
 def to_text_cse(outputs: Sequence[Node], names: Sequence[str]) -> str:
     """The shared form: ``t0 = exp(x)`` for each op node used more than once, then one
     ``name = expression`` line per output. Lines are joined by newlines."""
