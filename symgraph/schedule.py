@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from .graph import Node, bulk, topological_order
+from .graph import Node, bulk, capped_tree_sizes, topological_order
 from .ops import OPS, _int_exponent
 from .printer import to_text
 
@@ -67,24 +67,14 @@ def literal(value: float) -> str:
     return repr(float(value))
 
 
-def _survey(order: list[Node], claimed: dict[Node, str], comments: bool
-            ) -> tuple[dict[Node, int], set[Node]]:
-    """One pass over the DAG: tree sizes capped past `COMMENT_MAX_NODES` (who gets a comment),
-    and the negations whose every use is a sum (they print as subtraction, no step of their
-    own)."""
-    cap = COMMENT_MAX_NODES + 1
-    sizes: dict[Node, int] = {}
+def _negations_feeding_only_sums(order: list[Node], claimed: dict[Node, str]) -> set[Node]:
+    """Negations whose every use is a sum: they print as subtraction, with no step of their own."""
     only_sums: dict[Node, bool] = {}
     for node in order:
-        size = 1
         for arg in node.args:
-            if comments:
-                size += sizes[arg]
             if arg.op == "neg":
                 only_sums[arg] = only_sums.get(arg, True) and node.op == "add"
-        if comments:
-            sizes[node] = size if size < cap else cap
-    return sizes, {node for node, ok in only_sums.items() if ok and node not in claimed}
+    return {node for node, ok in only_sums.items() if ok and node not in claimed}
 
 
 @bulk
@@ -97,7 +87,8 @@ def schedule(name: str, outputs: Sequence[tuple[str, Node]], inputs: Sequence[No
         if node.args and node not in claimed:
             claimed[node] = label
     order = topological_order([node for _, node in outputs])
-    sizes, inlined = _survey(order, claimed, comments)
+    sizes = capped_tree_sizes(order, COMMENT_MAX_NODES + 1) if comments else {}
+    inlined = _negations_feeding_only_sums(order, claimed)
     steps: list[Step] = []
     counter = 0
     for node in order:
