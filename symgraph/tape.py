@@ -35,10 +35,12 @@ from .tape_interpreter import (
     DIV,
     INSTRUCTION_NAMES,
     LANE_BUDGET,
+    MAX_BLOCK,
     MUL,
     NEG,
     OPCODES,
     SUB,
+    VECTOR_OPCODES,
     Tape,
     TapeModule,
     lane_width,
@@ -330,6 +332,30 @@ def linear_scan(code, outputs, n_values, n_fixed):
     return rows, out, max(n_registers, 1)
 
 
+@njit(cache=True, nogil=True)
+def split_blocks(opcodes, operands, targets, n_registers, vector, max_block):
+    """Starts of the interpreter's blocks (and the end): maximal runs of one opcode, where a
+    vector op's run is also cut before an instruction reading a register written in it (its
+    operands are gathered before any result is stored) and after `max_block` instructions."""
+    n = opcodes.shape[0]
+    starts = np.empty(n + 1, np.int32)
+    written_in = np.full(n_registers, -1, np.int64)  # the block that last wrote a register
+    count = 0
+    for i in range(n):
+        op = opcodes[i]
+        new = i == 0 or op != opcodes[i - 1]
+        if not new and vector[op]:
+            new = i - starts[count - 1] >= max_block
+            for s in range(3):
+                new = new or written_in[operands[i, s]] == count - 1
+        if new:
+            starts[count] = i
+            count += 1
+        written_in[targets[i]] = count - 1
+    starts[count] = n
+    return starts[:count + 1].copy()
+
+
 def build_tape(program: Program) -> Tape:
     """The tape of one program; raises NotImplementedError for an op the interpreter lacks."""
     builder = _Builder(program.inputs)
@@ -343,8 +369,11 @@ def build_tape(program: Program) -> Tape:
                                          builder.values, n_fixed)
     opcodes, targets = rows[:, 0].copy(), rows[:, 1].copy()
     operands, step_of = np.ascontiguousarray(rows[:, 2:]), code[:, 5].astype(np.int32)
+    vector = np.zeros(len(INSTRUCTION_NAMES), np.bool_)
+    vector[list(VECTOR_OPCODES)] = True
+    blocks = split_blocks(opcodes, operands, targets, n_registers, vector, MAX_BLOCK)
     return Tape(program.name, tuple(program.inputs), tuple(label for label, _ in program.outputs),
-                n_registers, opcodes, operands, targets,
+                n_registers, opcodes, operands, targets, blocks,
                 np.array(builder.constants, dtype=np.float64), out, step_of, program.steps)
 
 

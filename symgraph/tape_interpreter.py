@@ -154,63 +154,187 @@ def apply(op, a, b, c):  # noqa: C901 - one flat dispatch is the point
     return r
 
 
+# Ops run as one loop over a whole block of instructions (`_unary`): a point's independent calls
+# overlap, and across lanes the loop is the one the op's vector code needs.
+VECTOR_OPCODES = (EXP, LOG, SIN, COS, TANH, SIGMOID, ERF)
+MAX_BLOCK = 256  # instructions a vector block gathers at most (its buffer's length)
+
+
+@njit(error_model="numpy", inline="always")
+def is_vector(op):
+    return op in VECTOR_OPCODES
+
+
+@njit(error_model="numpy", inline="always")
+def _unary(op, src, dst, n):
+    """dst[:n] = op(src[:n]) for a vector op: one loop per op, nothing decoded inside it."""
+    if op == EXP:
+        for j in range(n):
+            dst[j] = math.exp(src[j])
+    elif op == LOG:
+        for j in range(n):
+            dst[j] = math.log(src[j])
+    elif op == SIN:
+        for j in range(n):
+            dst[j] = math.sin(src[j])
+    elif op == COS:
+        for j in range(n):
+            dst[j] = math.cos(src[j])
+    elif op == TANH:
+        for j in range(n):
+            dst[j] = math.tanh(src[j])
+    elif op == SIGMOID:
+        for j in range(n):
+            dst[j] = 1.0 / (1.0 + math.exp(-src[j]))
+    else:  # ERF
+        for j in range(n):
+            dst[j] = math.erf(src[j])
+
+
 @njit(cache=True, error_model="numpy", nogil=True)
-def run(opcodes, operands, targets, regs):
-    """Execute the instructions in order on the register file `regs` (modified in place)."""
-    for i in range(opcodes.shape[0]):
+def run(opcodes, operands, targets, blocks, regs, gathered):
+    """Execute the instructions on the register file `regs` (modified in place), a block at a
+    time: a block is a run of one op, so the op is decoded once per block, not per instruction.
+    A vector block's operands are gathered into `gathered` (>= MAX_BLOCK floats), computed in
+    one loop and scattered back: its instructions never read each other's results."""
+    for k in range(blocks.shape[0] - 1):
         # Unsigned indices: no wraparound check for negative indices on every access.
-        regs[np.uint32(targets[i])] = apply(opcodes[i], regs[np.uint32(operands[i, 0])],
-                                            regs[np.uint32(operands[i, 1])],
-                                            regs[np.uint32(operands[i, 2])])
+        s, e = blocks[k], blocks[k + 1]
+        op = opcodes[s]
+        if op == ADD:
+            for i in range(s, e):
+                regs[np.uint32(targets[i])] = (regs[np.uint32(operands[i, 0])]
+                                               + regs[np.uint32(operands[i, 1])])
+        elif op == MUL:
+            for i in range(s, e):
+                regs[np.uint32(targets[i])] = (regs[np.uint32(operands[i, 0])]
+                                               * regs[np.uint32(operands[i, 1])])
+        elif op == SUB:
+            for i in range(s, e):
+                regs[np.uint32(targets[i])] = (regs[np.uint32(operands[i, 0])]
+                                               - regs[np.uint32(operands[i, 1])])
+        elif op == NEG:
+            for i in range(s, e):
+                regs[np.uint32(targets[i])] = -regs[np.uint32(operands[i, 0])]
+        elif op == DIV:
+            for i in range(s, e):
+                regs[np.uint32(targets[i])] = (regs[np.uint32(operands[i, 0])]
+                                               / regs[np.uint32(operands[i, 1])])
+        elif is_vector(op):
+            n = e - s
+            for j in range(n):
+                gathered[j] = regs[np.uint32(operands[s + j, 0])]
+            _unary(op, gathered, gathered, n)
+            for j in range(n):
+                regs[np.uint32(targets[s + j])] = gathered[j]
+        else:
+            for i in range(s, e):
+                regs[np.uint32(targets[i])] = apply(op, regs[np.uint32(operands[i, 0])],
+                                                    regs[np.uint32(operands[i, 1])],
+                                                    regs[np.uint32(operands[i, 2])])
 
 
 @njit(cache=True, error_model="numpy", nogil=True)
-def run_row(opcodes, operands, targets, constants, outputs, n_registers, x, out):
+def run_row(opcodes, operands, targets, blocks, constants, outputs, n_registers, x, out):
     """One point: inputs `x` (n_inputs,), results into `out` (len(outputs),)."""
-    regs = np.empty(n_registers)
+    regs = np.empty(n_registers + MAX_BLOCK)  # the tail is the vector blocks' buffer
     n = x.shape[0]
     regs[:n] = x
     regs[n:n + constants.shape[0]] = constants
-    run(opcodes, operands, targets, regs)
+    run(opcodes, operands, targets, blocks, regs, regs[n_registers:])
     for k in range(outputs.shape[0]):
         out[k] = regs[outputs[k]]
 
 
 @njit(cache=True, error_model="numpy", nogil=True)
-def run_lanes(opcodes, operands, targets, regs, lanes):
-    """`run` on `lanes` points at once: `regs` is (registers, >= lanes), a column per point.
+def run_lanes(opcodes, operands, targets, blocks, regs, lanes):
+    """`run` on `lanes` points at once: `regs` is (registers, >= lanes), a row per register.
 
-    Each instruction is decoded once and applied to every lane, so the cost of dispatch (an
-    unpredictable indirect jump, most of an interpreter's time) is shared by the lanes.
+    Each instruction is decoded once and is one loop over the lanes, which LLVM vectorises for
+    the arithmetic ops: dispatch is shared by the lanes, and the lanes are SIMD lanes.
     """
-    for i in range(opcodes.shape[0]):
-        op, t = opcodes[i], np.uint32(targets[i])
-        a, b, c = np.uint32(operands[i, 0]), np.uint32(operands[i, 1]), np.uint32(operands[i, 2])
-        for j in range(lanes):
-            regs[t, j] = apply(op, regs[a, j], regs[b, j], regs[c, j])
+    for k in range(blocks.shape[0] - 1):
+        s, e = blocks[k], blocks[k + 1]
+        op = opcodes[s]
+        if op == ADD or op == MUL or op == SUB or op == DIV:
+            for i in range(s, e):
+                ti, ai = np.uint32(targets[i]), np.uint32(operands[i, 0])
+                t, b = regs[ti], regs[np.uint32(operands[i, 1])]
+                # An in-place update gets its own loop: LLVM vectorises `t = a + b` only after
+                # a runtime check that t and a do not overlap, which t is a fails.
+                if ti == ai:
+                    _binary_in_place(op, t, b, lanes)
+                else:
+                    _binary(op, regs[ai], b, t, lanes)
+        elif op == NEG:
+            for i in range(s, e):
+                t, a = regs[np.uint32(targets[i])], regs[np.uint32(operands[i, 0])]
+                for j in range(lanes):
+                    t[j] = -a[j]
+        elif is_vector(op):
+            for i in range(s, e):
+                _unary(op, regs[np.uint32(operands[i, 0])], regs[np.uint32(targets[i])], lanes)
+        else:
+            for i in range(s, e):
+                t, a = regs[np.uint32(targets[i])], regs[np.uint32(operands[i, 0])]
+                b, c = regs[np.uint32(operands[i, 1])], regs[np.uint32(operands[i, 2])]
+                for j in range(lanes):
+                    t[j] = apply(op, a[j], b[j], c[j])
+
+
+@njit(error_model="numpy", inline="always")
+def _binary(op, a, b, t, n):
+    if op == ADD:
+        for j in range(n):
+            t[j] = a[j] + b[j]
+    elif op == MUL:
+        for j in range(n):
+            t[j] = a[j] * b[j]
+    elif op == SUB:
+        for j in range(n):
+            t[j] = a[j] - b[j]
+    else:
+        for j in range(n):
+            t[j] = a[j] / b[j]
+
+
+@njit(error_model="numpy", inline="always")
+def _binary_in_place(op, t, b, n):
+    if op == ADD:
+        for j in range(n):
+            t[j] = t[j] + b[j]
+    elif op == MUL:
+        for j in range(n):
+            t[j] = t[j] * b[j]
+    elif op == SUB:
+        for j in range(n):
+            t[j] = t[j] - b[j]
+    else:
+        for j in range(n):
+            t[j] = t[j] / b[j]
 
 
 @njit(cache=True, error_model="numpy", parallel=True)
-def run_batch(opcodes, operands, targets, constants, outputs, n_registers, X, OUT, blocks,
-              width):
+def run_batch(opcodes, operands, targets, blocks, constants, outputs, n_registers, X, OUT,
+              n_blocks, width):
     """Rows of `X` (N, n_inputs) into rows of `OUT` (N, len(outputs)), in parallel.
 
-    Rows are split into `blocks` (a few per thread), each with its own register file of
+    Rows are split into `n_blocks` (a few per thread), each with its own register file of
     `width` lanes allocated once: no point allocates and threads never share registers.
     """
     rows, n = X.shape[0], X.shape[1]
-    blocks = min(blocks, (rows + width - 1) // width)  # full lanes before more blocks
-    for block in prange(blocks):
+    n_blocks = min(n_blocks, (rows + width - 1) // width)  # full lanes before more blocks
+    for block in prange(n_blocks):
         regs = np.empty((n_registers, width))
         for k in range(constants.shape[0]):
             regs[n + k, :] = constants[k]  # constants are never overwritten
-        stop = (block + 1) * rows // blocks
-        for first in range(block * rows // blocks, stop, width):
+        stop = (block + 1) * rows // n_blocks
+        for first in range(block * rows // n_blocks, stop, width):
             lanes = min(width, stop - first)
             for j in range(lanes):
                 for k in range(n):
                     regs[k, j] = X[first + j, k]
-            run_lanes(opcodes, operands, targets, regs, lanes)
+            run_lanes(opcodes, operands, targets, blocks, regs, lanes)
             for j in range(lanes):
                 for k in range(outputs.shape[0]):
                     OUT[first + j, k] = regs[outputs[k], j]
@@ -230,6 +354,7 @@ class Tape:
     opcodes: np.ndarray  # int32 (S,), codes of tape_interpreter.INSTRUCTION_NAMES
     operands: np.ndarray  # int32 (S, 3), unused slots repeat the first operand
     targets: np.ndarray  # int32 (S,)
+    blocks: np.ndarray  # int32 (B + 1,): block k is instructions blocks[k] .. blocks[k + 1] - 1
     constants: np.ndarray  # float64 (C,), in registers n_inputs ... n_inputs + C - 1
     outputs: np.ndarray  # int32 (K,), the register of each output
     step_of: np.ndarray  # int32 (S,), the program step an instruction belongs to
@@ -242,8 +367,8 @@ class Tape:
     @property
     def arrays(self) -> tuple:
         """The interpreter's arguments before the point: what a worker needs to run the tape."""
-        return (self.opcodes, self.operands, self.targets, self.constants, self.outputs,
-                self.n_registers)
+        return (self.opcodes, self.operands, self.targets, self.blocks, self.constants,
+                self.outputs, self.n_registers)
 
     def __repr__(self) -> str:
         return (f"<Tape {self.name}: {len(self.opcodes)} instructions, {self.n_registers} "

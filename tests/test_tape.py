@@ -226,6 +226,49 @@ def test_registers_are_reused_along_a_long_chain():
     assert value_grad.n_registers * lane_width(value_grad.n_registers) <= LANE_BUDGET
 
 
+def _blocks_of(tape) -> list[range]:
+    return [range(s, e) for s, e in zip(tape.blocks[:-1].tolist(), tape.blocks[1:].tolist())]
+
+
+def test_blocks_are_runs_of_one_op_and_vector_blocks_never_read_their_own_results():
+    # Wide layers of sin/tanh over shared values, each layer reading the one before: blocks
+    # must cut where a vector op would read a register its own block writes (it gathers
+    # every operand before it stores any result), and after MAX_BLOCK instructions.
+    xs = sg.symbols("x0 x1 x2 x3 x4 x5")
+    width = tape_interpreter.MAX_BLOCK + 44
+    layer = [xs[i % 6] * (0.01 * i) for i in range(width)]
+    for depth in range(3):
+        f = sg.tanh if depth % 2 else sg.sin
+        layer = [f(layer[i] * 0.5 + layer[(i + 1) % width]) for i in range(width)]
+    expr = apply("add", *layer)
+    for program in build_programs([expr], xs, xs, True, False):
+        tape = build_tape(program)
+        blocks = _blocks_of(tape)
+        assert blocks[0].start == 0 and blocks[-1].stop == len(tape.opcodes)
+        assert all(len(b) > 0 for b in blocks)
+        for block in blocks:
+            ops = set(tape.opcodes[block.start:block.stop].tolist())
+            assert len(ops) == 1
+            if ops.pop() in tape_interpreter.VECTOR_OPCODES:
+                assert len(block) <= tape_interpreter.MAX_BLOCK
+                written = set(tape.targets[block.start:block.stop].tolist())
+                # A result may overwrite a register an earlier instruction of the block read
+                # (reads come first), never be read by a later one.
+                for i in block:
+                    written_before = set(tape.targets[block.start:i].tolist())
+                    assert not written_before & set(tape.operands[i].tolist())
+                assert written
+        vector_sizes = [len(b) for b in blocks
+                        if tape.opcodes[b.start] in tape_interpreter.VECTOR_OPCODES]
+        assert max(vector_sizes) == tape_interpreter.MAX_BLOCK  # a layer shares blocks
+    fn = sg.compile(expr, xs, strategy="straight")
+    tape_fn = sg.compile(expr, xs, strategy="tape")
+    X = np.random.default_rng(3).uniform(-2, 2, (300, 6))
+    for x in X[:20]:
+        _same(np.asarray(tape_fn.value_and_grad(x)[1]), np.asarray(fn.value_and_grad(x)[1]))
+    _same(tape_fn.value_and_grad(X)[1], fn.value_and_grad(X)[1])
+
+
 def test_source_prints_one_readable_line_per_instruction_deterministically():
     x, y = sg.symbols("x y")
     f = sg.sin(x * y) - y ** 3 + sg.where(x > y, x, -y)
