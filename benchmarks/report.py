@@ -112,6 +112,7 @@ def best_peer(group: Sequence[dict], key: str) -> tuple[str, float] | None:
 def targets(rows: Sequence[dict], workloads: Sequence[str]) -> list[str]:
     """Issue 5's targets, checked against this run."""
     lines = ["| workload | batch vs best peer (1 core / all) ≥ 1.5 | vs hand-written ≤ 1.2 "
+             "(both raw kernels, preallocated output) "
              "| 1-point ≤ 1 µs | grad/fwd ≤ 3 | setup cold ≤ 1 s / warm ≤ 0.1 s |",
              "|---|---|---|---|---|---|"]
     for name, group in by_workload(rows, workloads).items():
@@ -128,9 +129,12 @@ def targets(rows: Sequence[dict], workloads: Sequence[str]) -> list[str]:
                          f"{_mark(best[1] / mine >= 1.5)} {best[1] / mine:.2f}× ({best[0]})")
         hand = next((r for r in group if r["label"] == "hand-written Numba"
                      and r["status"] == "ok"), None)
+        # Like for like: the hand-written line calls its kernel with a preallocated output,
+        # so symgraph's figure is its generated kernel called the same way (the API's, which
+        # allocates its result, is in the details table).
+        mine = (sg.get("extra_batch_1t_s") or {}).get("kernel") or sg["batch_1t_s"]
         vs_hand = "—" if hand is None else \
-            f"{_mark(sg['batch_1t_s'] / hand['batch_1t_s'] <= 1.2)} " \
-            f"{sg['batch_1t_s'] / hand['batch_1t_s']:.2f}× slower"
+            f"{_mark(mine / hand['batch_1t_s'] <= 1.2)} {mine / hand['batch_1t_s']:.2f}× slower"
         call = sg.get("call_s")
         call_cell = (f"{_mark(call <= 1e-6)} {seconds(call)}"
                      if name in ("polynomial", "rosenbrock10") else seconds(call))

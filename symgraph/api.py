@@ -182,7 +182,7 @@ class CompiledFunction:
         self._n, self._m, self._k = len(self.args), len(self.outputs), len(self.wrt)
         self._rows = {p.name: _Row(getattr(self.module, p.name + "_row")) for p in self.programs}
         batches = {p.name: getattr(self.module, p.name + "_batch") for p in self.programs}
-        if self.backend == "numba" and self.strategy == "straight":  # serial, nogil kernels
+        if self.backend == "numba":  # serial kernels that release the GIL: threads split rows
             batches = {p.name: functools.partial(run_batch, batches[p.name],
                                                  min_rows=rows_per_thread(p.cost))
                        for p in self.programs}
