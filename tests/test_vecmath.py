@@ -1,0 +1,254 @@
+"""symgraph.vecmath: accuracy against mpmath, NumPy's edge cases, vectorised loops, the sin/cos
+fix-up beyond SIN_COS_LIMIT, and source_of's standalone text."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import re
+
+import mpmath
+import numpy as np
+import pytest
+from numba import njit
+
+from symgraph import vecmath as vm
+
+mpmath.mp.prec = 120
+RNG_SEED = 20240601
+
+
+def _loop(f):
+    @njit(error_model="numpy")
+    def run(x, out):
+        for j in range(x.size):
+            out[j] = f(x[j])
+    return run
+
+
+_LOOPS: dict[str, object] = {}
+
+
+def apply(name: str, x) -> np.ndarray:
+    """vecmath.<name> over x, inside a vectorisable loop (the way kernels use it)."""
+    if name not in _LOOPS:
+        _LOOPS[name] = _loop(getattr(vm, name))
+    x = np.ascontiguousarray(x, dtype=np.float64)
+    out = np.empty_like(x)
+    _LOOPS[name](x, out)
+    return out
+
+
+def max_ulp(name: str, x: np.ndarray, exact) -> tuple[float, float]:
+    """Largest |result - exact| in units of the last place of the exact value, and where."""
+    y = apply(name, x)
+    worst, where = 0.0, math.nan
+    for xv, yv in zip(x.tolist(), y.tolist()):
+        t = exact(mpmath.mpf(xv))
+        if t == 0 or not mpmath.isfinite(t) or math.isinf(float(t)):
+            continue
+        e = math.frexp(abs(float(t)))[1]  # |t| in [2**(e-1), 2**e)
+        ulp = max(2.0 ** (e - 53), 2.0 ** -1074)
+        err = float(abs(mpmath.mpf(yv) - t) / ulp)  # in mpmath: the difference may be subnormal
+        if err > worst:
+            worst, where = err, xv
+    return worst, where
+
+
+def log_uniform(rng, lo: float, hi: float, n: int) -> np.ndarray:
+    return np.exp(rng.uniform(math.log(lo), math.log(hi), n))
+
+
+def signed(rng, x: np.ndarray) -> np.ndarray:
+    return x * rng.choice([-1.0, 1.0], x.size)
+
+
+# ---- accuracy ---------------------------------------------------------------------------------
+
+def test_vexp_within_one_ulp_of_mpmath():
+    rng = np.random.default_rng(RNG_SEED)
+    x = np.concatenate([
+        rng.uniform(-745.1, 709.78, 800), signed(rng, log_uniform(rng, 1e-300, 700, 600)),
+        rng.uniform(-745.13, -708.0, 300),  # subnormal results
+        rng.uniform(700.0, 709.78, 200), rng.uniform(-0.35, 0.35, 300)])
+    err, where = max_ulp("vexp", x, mpmath.exp)
+    assert err <= 0.85, (err, where)
+
+
+def test_vlog_within_one_ulp_of_mpmath():
+    rng = np.random.default_rng(RNG_SEED + 1)
+    x = np.concatenate([
+        log_uniform(rng, 1e-320, 1e308, 1000), rng.uniform(0.7, 1.5, 500),
+        1.0 + rng.uniform(-1e-6, 1e-6, 300), log_uniform(rng, 5e-324, 2.2e-308, 300)])
+    err, where = max_ulp("vlog", x, mpmath.log)
+    assert err <= 0.85, (err, where)
+
+
+def _near_multiples_of_half_pi(rng, n: int) -> np.ndarray:
+    ks = np.concatenate([np.arange(1, 100), rng.integers(100, 31_000_000, n)])
+    # the doubles closest to k pi/2 in their binades (continued fractions of pi/2)
+    ks = np.concatenate([ks, [29, 7424, 29327, 204551, 1081409, 9206271, 18412542]])
+    x = np.array([float(mpmath.mpf(int(k)) * mpmath.pi / 2) for k in ks])
+    x = np.concatenate([x, np.nextafter(x, 0.0), np.nextafter(x, np.inf)])
+    return np.concatenate([x, -x])
+
+
+@pytest.mark.parametrize("name,exact", [("vsin", mpmath.sin), ("vcos", mpmath.cos)])
+def test_vsin_vcos_within_one_ulp_of_mpmath_up_to_the_limit(name, exact):
+    rng = np.random.default_rng(RNG_SEED + 2)
+    x = np.concatenate([
+        signed(rng, log_uniform(rng, 1e-300, vm.SIN_COS_LIMIT, 1000)), rng.uniform(-10, 10, 500),
+        _near_multiples_of_half_pi(rng, 150),
+        vm.SIN_COS_LIMIT - rng.uniform(0, 1000, 100), [vm.SIN_COS_LIMIT, -vm.SIN_COS_LIMIT]])
+    assert np.all(np.abs(x) <= vm.SIN_COS_LIMIT)
+    err, where = max_ulp(name, x, exact)
+    assert err <= 0.85, (err, where)
+
+
+def test_vtanh_within_one_ulp_of_mpmath():
+    rng = np.random.default_rng(RNG_SEED + 4)
+    x = np.concatenate([
+        signed(rng, log_uniform(rng, 1e-300, 30.0, 1000)), rng.uniform(-3, 3, 500),
+        signed(rng, rng.uniform(17.0, 22.0, 200)), signed(rng, log_uniform(rng, 1e-10, 1e-3, 200))])
+    err, where = max_ulp("vtanh", x, mpmath.tanh)
+    assert err <= 0.85, (err, where)
+
+
+def test_verf_within_one_ulp_of_mpmath():
+    rng = np.random.default_rng(RNG_SEED + 5)
+    x = np.concatenate([
+        signed(rng, log_uniform(rng, 1e-300, 7.0, 800)), signed(rng, rng.uniform(0, 6.5, 800)),
+        signed(rng, rng.uniform(0.45, 1.05, 300)), signed(rng, rng.uniform(1.9, 2.1, 200))])
+    err, where = max_ulp("verf", x, mpmath.erf)
+    assert err < 1.0, (err, where)
+
+
+def test_vexpm1_within_one_ulp_of_mpmath():
+    rng = np.random.default_rng(RNG_SEED + 6)
+    x = np.concatenate([
+        signed(rng, log_uniform(rng, 1e-300, 709.0, 1000)), rng.uniform(-40, 709.7, 400),
+        rng.uniform(-1.1, 1.1, 400), rng.uniform(-45, -36, 100)])
+    err, where = max_ulp("vexpm1", x, mpmath.expm1)
+    assert err < 1.0, (err, where)
+
+
+def test_vlog1p_within_one_ulp_of_mpmath():
+    rng = np.random.default_rng(RNG_SEED + 7)
+    x = np.concatenate([
+        signed(rng, log_uniform(rng, 1e-300, 1.0, 1000)), log_uniform(rng, 1e-300, 1e308, 400),
+        -1.0 + log_uniform(rng, 1e-16, 0.5, 200), rng.uniform(-0.3, 0.5, 300)])
+    err, where = max_ulp("vlog1p", x, mpmath.log1p)
+    assert err <= 0.85, (err, where)
+
+
+# ---- edge cases, compared with NumPy / libm --------------------------------------------------
+
+EDGES = [0.0, -0.0, 5e-324, -5e-324, 2.2250738585072014e-308, 1e-300, -1e-300, 1e-20, 0.5, 1.0,
+         -1.0, 2.0, 20.0, -20.0, 700.0, 709.78, 709.79, 710.0, -708.4, -745.13, -745.14, -746.0,
+         1e300, -1e300, math.inf, -math.inf, math.nan, 1.7976931348623157e308]
+
+
+def same(a: np.ndarray, b: np.ndarray) -> bool:
+    """Equal values, equal signs of zero, nan where nan."""
+    return bool(np.all((a == b) & (np.signbit(a) == np.signbit(b)) | np.isnan(a) & np.isnan(b)))
+
+
+@pytest.mark.parametrize("name,ref", [
+    ("vexp", np.exp), ("vlog", np.log), ("vtanh", np.tanh), ("vexpm1", np.expm1),
+    ("vlog1p", np.log1p), ("verf", np.vectorize(math.erf, otypes=[float]))])
+def test_edge_cases_give_numpys_answers(name, ref):
+    x = np.array(EDGES + [-1.0 - 2.0 ** -52, 6.0, -6.0, 5.9, 19.1, -19.1, 1e-17, -1e-17, 0.5, 2.0])
+    with np.errstate(all="ignore"):
+        want = ref(x)
+    got = apply(name, x)
+    special = ~np.isfinite(want) | (want == 0.0)
+    assert same(got[special], want[special]), (x[special], got[special], want[special])
+    assert np.all(np.abs(got[~special] - want[~special]) <= np.spacing(np.abs(want[~special])))
+
+
+def test_vexp_underflows_through_subnormals_to_zero():
+    x = np.array([-708.0, -720.0, -740.0, -744.4, -745.13, -745.1332191019412, -745.14, -800.0])
+    want = np.array([float(mpmath.exp(mpmath.mpf(v))) for v in x])  # correctly rounded
+    assert same(apply("vexp", x), want)
+
+
+def test_vlog_of_subnormals_is_correct():
+    x = np.array([5e-324, 1e-320, 3e-310, 2.2250738585072009e-308])
+    want = np.array([float(mpmath.log(mpmath.mpf(v))) for v in x])
+    assert same(apply("vlog", x), want)
+
+
+@pytest.mark.parametrize("name,ref", [("vsin", math.sin), ("vcos", math.cos)])
+def test_vsin_vcos_edges(name, ref):
+    x = np.array([0.0, -0.0, 5e-324, -5e-324, 1e-300, -1e-20, math.inf, -math.inf, math.nan])
+    want = np.array([ref(v) if math.isfinite(v) else math.nan for v in x])
+    assert same(apply(name, x), want)
+
+
+# ---- sin/cos beyond the limit: the fix-up contract --------------------------------------------
+
+@pytest.mark.parametrize("array_fn,ref", [(vm.vsin_array, math.sin), (vm.vcos_array, math.cos)])
+def test_sin_cos_array_fix_up_matches_libm_for_huge_arguments(array_fn, ref):
+    x = np.array([1e10, -1e10, 1e300, -1e300, 1.7976931348623157e308, 2.0 ** 60, 5.0000001e7,
+                  math.inf, -math.inf, math.nan, 0.5, -3.0])
+    out = np.empty_like(x)
+    array_fn(x, out)
+    want = np.array([ref(v) if math.isfinite(v) else math.nan for v in x])
+    big = np.abs(x) > vm.SIN_COS_LIMIT
+    assert same(out[big | np.isnan(x)], want[big | np.isnan(x)])  # bit-identical to libm
+    assert np.allclose(out[~big & ~np.isnan(x)], want[~big & ~np.isnan(x)], rtol=1e-15)
+
+
+# ---- vectorisation ----------------------------------------------------------------------------
+
+def _host_has_avx2() -> bool:
+    import llvmlite.binding as llvm
+    return bool(llvm.get_host_cpu_features().get("avx2", False))
+
+
+@pytest.mark.skipif(not _host_has_avx2(), reason="needs a CPU with AVX2")
+@pytest.mark.parametrize("name", ["vexp", "vlog", "vsin", "vcos", "vtanh", "verf", "vexpm1",
+                                  "vlog1p"])
+def test_loop_over_function_compiles_to_packed_double_instructions(name):
+    apply(name, np.linspace(0.1, 2.0, 64))
+    run = _LOOPS[name]
+    asm = run.inspect_asm(run.signatures[0])
+    packed = re.findall(r"\bv(?:mul|add|sub)pd\s+[^\n]*%[yz]mm", asm)
+    assert len(packed) >= 8, asm[:2000]
+    assert not re.search(r"call[^\n]*(exp|log|sin|cos|tanh|erf)", asm)
+
+
+# ---- source_of --------------------------------------------------------------------------------
+
+HEADER = "import math\nimport numba\nimport numpy as np\nfrom numba import njit, types\n\n\n"
+
+
+def test_source_of_defines_the_same_functions_in_a_standalone_module(tmp_path):
+    path = tmp_path / "generated_vecmath.py"
+    path.write_text(HEADER + vm.source_of(vm.PUBLIC))
+    spec = importlib.util.spec_from_file_location("generated_vecmath", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert "symgraph" not in path.read_text()
+    rng = np.random.default_rng(RNG_SEED + 3)
+    x = np.concatenate([signed(rng, log_uniform(rng, 1e-310, 1e4, 500)), EDGES])
+    for name in vm.PUBLIC:
+        if name.endswith("_array"):
+            a, b = np.empty_like(x), np.empty_like(x)
+            getattr(vm, name)(x, a)
+            getattr(module, name)(x, b)
+        else:
+            run = _loop(getattr(module, name))
+            b = np.empty_like(x)
+            run(x, b)
+            a = apply(name, x)
+        assert np.array_equal(a.view(np.int64), b.view(np.int64)) or same(a, b), name
+
+
+def test_source_of_includes_only_what_is_needed_in_dependency_order():
+    text = vm.source_of(["vexp"])
+    assert "def vexp" in text and "def vlog" not in text and "def _sin_cos" not in text
+    assert text.index("def _bits") < text.index("def vexp")
+    assert "import" not in text
+    with pytest.raises(KeyError):
+        vm.source_of(["vnope"])
