@@ -12,12 +12,13 @@ interpreter in `symgraph.tape_interpreter` (compiled once per machine) runs as t
 Building a tape: n-ary sums and products become chains of binary instructions evaluated left
 to right, and ``x**k`` for a literal integer ``0 < |k| <= 4`` becomes multiplications: the
 same arithmetic, in the same order, as the straight-line kernels, so results are equal bit for
-bit. The instructions are then reordered so that equal ops run back to back where dependencies
-allow (`cluster_order`: the interpreter's jumps become predictable, about 2x faster), and
-registers are assigned by a linear scan (`linear_scan`): ``[inputs | constants | work]``, a
-value takes a free register at its first write and gives it back after its last use, so the
-file holds the live values, not the steps. Both passes are Numba functions (cached), so a
-10^6-instruction tape builds in seconds.
+bit (but for the vector ops, which use symgraph.vecmath: see tape_interpreter). The
+instructions are then reordered so that equal ops run back to back where dependencies allow
+(`cluster_order`), registers are assigned by a linear scan (`linear_scan`):
+``[inputs | constants | work]``, a value takes a free register at its first write and gives it
+back after its last use, so the file holds the live values, not the steps; and the runs of one
+op are cut into the interpreter's blocks (`split_blocks`). The passes are Numba functions
+(cached), so a 10^6-instruction tape builds in seconds.
 """
 
 from __future__ import annotations

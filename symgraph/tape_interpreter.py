@@ -6,10 +6,14 @@ interpreter's machine code does not depend on the expression, so it is compiled 
 machine (``cache=True`` keeps it in this package's ``__pycache__``) and a 10^6-instruction
 tape costs no compile time at all.
 
-Each op is computed with exactly the expression of its Numba template in the op table
-(``OPS[name].nb`` rendered with operands ``a, b, c``; `tests/test_tape.py` checks the text), and
-with the same flags as the straight-line kernels (``error_model="numpy"``, no fastmath), so
-edge points give NumPy's answers (1/0 = inf, log(-1) = nan) and never raise.
+Instructions run in *blocks*, runs of one op (`symgraph.tape.split_blocks`), so an op is
+decoded once per block. Most ops are computed with exactly the expression of their Numba
+template in the op table (``OPS[name].nb`` rendered with operands ``a, b, c``;
+`tests/test_tape.py` checks the text). The vector ops (`VECTOR_OPCODES`: exp, expm1, log,
+log1p, sin, cos, tanh, sigmoid, erf) use `symgraph.vecmath` instead of libm, one SIMD loop per
+block: within an ulp of the true value like libm, so they may differ from the straight-line
+kernels in the last bit. Flags are the straight-line kernels' (``error_model="numpy"``, no
+fastmath), so edge points give NumPy's answers (1/0 = inf, log(-1) = nan) and never raise.
 
 Opcode numbers are written out below, in the sorted order of the op table's names, rather than
 computed from `OPS` at import: Numba freezes globals into the cached machine code, and a
@@ -34,6 +38,18 @@ from numba import njit
 from .naming import comment_text
 from .ops import OPS
 from .schedule import Step
+from .vecmath import (
+    SIN_COS_LIMIT,
+    _where,
+    vcos,
+    verf,
+    vexp,
+    vexpm1,
+    vlog,
+    vlog1p,
+    vsin,
+    vtanh,
+)
 
 OP_NAMES = (
     "abs", "acos", "acosh", "add", "asin", "asinh", "atan", "atan2", "atanh", "cbrt", "ceil",
@@ -153,10 +169,12 @@ def apply(op, a, b, c):  # noqa: C901 - one flat dispatch is the point
     return r
 
 
-# Ops run as one loop over a whole block of instructions (`_unary`): a point's independent calls
-# overlap, and across lanes the loop is the one the op's vector code needs.
-VECTOR_OPCODES = (EXP, LOG, SIN, COS, TANH, SIGMOID, ERF)
+# Ops run as one loop over a whole block of instructions (`_unary`) with symgraph.vecmath's
+# vectorisable functions: a point's independent calls share SIMD lanes, and across a batch's
+# lanes the loop is the one the vector code needs.
+VECTOR_OPCODES = (EXP, EXPM1, LOG, LOG1P, SIN, COS, TANH, SIGMOID, ERF)
 MAX_BLOCK = 256  # instructions a vector block gathers at most (its buffer's length)
+SIMD = 8  # doubles per vector register (AVX-512); a multiple of narrower widths
 
 
 @njit(error_model="numpy", inline="always")
@@ -166,28 +184,47 @@ def is_vector(op):
 
 @njit(error_model="numpy", inline="always")
 def _unary(op, src, dst, n):
-    """dst[:n] = op(src[:n]) for a vector op: one loop per op, nothing decoded inside it."""
+    """dst[:n] = op(src[:n]) for a vector op: one loop per op, nothing decoded inside it.
+    sin/cos reduce exactly only up to SIN_COS_LIMIT: larger (and non-finite) arguments, which
+    practice never meets, go to libm, in a scalar loop for the block."""
     if op == EXP:
         for j in range(n):
-            dst[j] = math.exp(src[j])
+            dst[j] = vexp(src[j])
     elif op == LOG:
         for j in range(n):
-            dst[j] = math.log(src[j])
-    elif op == SIN:
-        for j in range(n):
-            dst[j] = math.sin(src[j])
-    elif op == COS:
-        for j in range(n):
-            dst[j] = math.cos(src[j])
+            dst[j] = vlog(src[j])
     elif op == TANH:
         for j in range(n):
-            dst[j] = math.tanh(src[j])
+            dst[j] = vtanh(src[j])
     elif op == SIGMOID:
         for j in range(n):
-            dst[j] = 1.0 / (1.0 + math.exp(-src[j]))
-    else:  # ERF
+            dst[j] = 1.0 / (1.0 + vexp(-src[j]))
+    elif op == ERF:
         for j in range(n):
-            dst[j] = math.erf(src[j])
+            dst[j] = verf(src[j])
+    elif op == EXPM1:
+        for j in range(n):
+            dst[j] = vexpm1(src[j])
+    elif op == LOG1P:
+        for j in range(n):
+            dst[j] = vlog1p(src[j])
+    else:  # SIN, COS
+        far = 0
+        for j in range(n):
+            far |= _where(abs(src[j]) <= SIN_COS_LIMIT, 0, 1)
+        if far:  # value by value, so a value's result never depends on its neighbours
+            for j in range(n):
+                x = src[j]
+                if abs(x) <= SIN_COS_LIMIT:
+                    dst[j] = vsin(x) if op == SIN else vcos(x)
+                else:
+                    dst[j] = math.sin(x) if op == SIN else math.cos(x)
+        elif op == SIN:
+            for j in range(n):
+                dst[j] = vsin(src[j])
+        else:
+            for j in range(n):
+                dst[j] = vcos(src[j])
 
 
 @njit(cache=True, error_model="numpy", nogil=True)
@@ -223,7 +260,11 @@ def run(opcodes, operands, targets, blocks, regs, gathered):
             n = e - s
             for j in range(n):
                 gathered[j] = regs[np.uint32(operands[s + j, 0])]
-            _unary(op, gathered, gathered, n)
+            # Whole SIMD vectors only: a loop's scalar remainder runs the vector code one
+            # value at a time, no faster than libm.
+            padded = (n + SIMD - 1) // SIMD * SIMD
+            gathered[n:padded] = 0.0
+            _unary(op, gathered, gathered, padded)
             for j in range(n):
                 regs[np.uint32(targets[s + j])] = gathered[j]
         else:
@@ -272,7 +313,12 @@ def run_lanes(opcodes, operands, targets, blocks, regs, lanes):
                     t[j] = -a[j]
         elif is_vector(op):
             for i in range(s, e):
-                _unary(op, regs[np.uint32(operands[i, 0])], regs[np.uint32(targets[i])], lanes)
+                ti, ai = np.uint32(targets[i]), np.uint32(operands[i, 0])
+                t = regs[ti]
+                if ti == ai:  # one array for both: LLVM sees no overlap to check at run time
+                    _unary(op, t, t, lanes)
+                else:
+                    _unary(op, regs[ai], t, lanes)
         else:
             for i in range(s, e):
                 t, a = regs[np.uint32(targets[i])], regs[np.uint32(operands[i, 0])]
