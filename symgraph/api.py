@@ -181,12 +181,12 @@ class CompiledFunction:
             self.module, self.path = load_source(self._source, cache_dir)
         self._n, self._m, self._k = len(self.args), len(self.outputs), len(self.wrt)
         self._rows = {p.name: _Row(getattr(self.module, p.name + "_row")) for p in self.programs}
-        batches = {p.name: getattr(self.module, p.name + "_batch") for p in self.programs}
+        self._batch_kernels = self._choose_batch_kernels()
+        self._batches = self._batch_kernels
         if self.backend == "numba":  # serial kernels that release the GIL: threads split rows
-            batches = {p.name: functools.partial(run_batch, batches[p.name],
-                                                 min_rows=rows_per_thread(p.cost))
-                       for p in self.programs}
-        self._batches = batches
+            self._batches = {p.name: functools.partial(run_batch, self._batch_kernels[p.name],
+                                                       min_rows=rows_per_thread(p.cost))
+                             for p in self.programs}
         self._hessian_function: CompiledFunction | None = None
         # Per-instance fast paths (they shadow the methods of the same name): one closure
         # between the caller and the kernel, with everything it needs bound in advance.
@@ -201,6 +201,31 @@ class CompiledFunction:
         """The generated module's text, or the tape printed as readable steps (on first use:
         a 10^5-step tape takes a while to print)."""
         return self._source if self.strategy == "straight" else self.module.source
+
+    def _choose_batch_kernels(self) -> dict[str, Callable[[np.ndarray, np.ndarray], None]]:
+        """The module's batch kernels, except that a straight-line program too big for lane
+        kernels, and heavy in exp/log/sin/cos/tanh..., runs its batches on the tape's lanes
+        (SIMD vector math, nothing more to compile) instead of a loop over its row kernel."""
+        kernels = {p.name: getattr(self.module, p.name + "_batch") for p in self.programs}
+        if self.backend != "numba" or self.strategy != "straight":
+            return kernels
+        from .emit_numba_batch import uses_lanes
+        from .tape import build_tape_module, lanes_beat_rows
+
+        on_tape = [p for p in self.programs if not uses_lanes(p) and lanes_beat_rows(p)]
+        if on_tape:
+            tapes = build_tape_module(on_tape)
+            kernels.update({p.name: getattr(tapes, p.name + "_batch") for p in on_tape})
+        return kernels
+
+    def kernels(self, name: str = "value_grad") -> tuple[Callable, Callable]:
+        """The raw kernels behind the methods, for program `name` (``value``, ``value_grad``,
+        ``value_jac``, ``value_grad_hess``): ``row(x, out)`` for one point and
+        ``batch(X, OUT)`` for rows of points, writing into arrays you allocate (float64,
+        C-contiguous; `OUT` has a column per output). The batch runs on the calling thread."""
+        if name not in self._rows:
+            raise KeyError(f"no program {name!r}; there are {sorted(self._rows)}")
+        return getattr(self.module, name + "_row"), self._batch_kernels[name]
 
     def _choose_strategy(self, strategy: str) -> str:
         if self.backend == "python":

@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 import symgraph as sg
 from symgraph import tape_interpreter
 from symgraph.api import build_programs
+from symgraph.emit_numba_batch import uses_lanes
 from symgraph.graph import apply, count_ops
 from symgraph.ops import OPS
 from symgraph.schedule import Program, Step
@@ -36,6 +37,7 @@ from symgraph.tape import (
     build_tape_module,
     choose_strategy,
     lane_width,
+    lanes_beat_rows,
 )
 
 from .corpus import CORPUS
@@ -394,6 +396,28 @@ def test_a_50000_node_expression_compiles_to_the_tape_and_agrees_with_the_python
         python.module.value_grad_row(x, expected[i])
     assert np.isfinite(expected).all()
     _near(rows, expected)  # the same order of operations; vecmath's sin/tanh/sigmoid vs libm
+
+
+def test_big_straight_line_programs_heavy_in_vector_math_batch_on_the_tape_lanes():
+    # A 30-deep tanh/exp/sin nest: too big for lane kernels, most of its cost in libm calls
+    # that the tape's lanes make SIMD; a Rosenbrock of the same size stays on its row kernel.
+    x, y = sg.symbols("x y")
+    u = x
+    for i in range(120):
+        u = (sg.tanh, sg.sin, sg.exp)[i % 3](u) * 0.3 + y * 0.5
+    heavy = sg.compile(u, [x, y])
+    assert heavy.strategy == "straight"
+    assert lanes_beat_rows(heavy.programs[1]) and not uses_lanes(heavy.programs[1])
+    row, batch = heavy.kernels("value_grad")
+    assert batch.__module__ == tape_interpreter.__name__
+    X = np.random.default_rng(4).uniform(-1, 1, (200, 2))
+    rows = np.empty((200, 3))
+    for x_, out in zip(X, rows):
+        row(x_, out)
+    _near(heavy.value_and_grad(X)[1], rows[:, 1:])
+    xs = sg.symbols(" ".join(f"r{i}" for i in range(40)))
+    rosen = sg.add(*[100 * (xs[i + 1] - xs[i] ** 2) ** 2 + (1 - xs[i]) ** 2 for i in range(39)])
+    assert not lanes_beat_rows(sg.compile(rosen, xs).programs[1])
 
 
 def test_auto_strategy_picks_the_tape_above_the_threshold():
