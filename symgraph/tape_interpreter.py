@@ -494,10 +494,11 @@ def _batch_kernel(tape: Tape):
 
 
 def lane_width(n_registers: int) -> int:
-    """Points a batch runs together: 64, fewer (down to 2) while a thread's registers would pass
-    8 MB (more lanes share the dispatch cost; past that, cache misses take the gain). 64 beat
-    32 by 5-10% on the suite's MLP, nest and 5,000-node DAG."""
-    width = 64
+    """Points a batch runs together: 128, fewer (down to 2) while a thread's registers would
+    pass 8 MB (more lanes share each instruction's decoding; past that, cache misses take the
+    gain). On the suite's MLP, nest and 5,000-node DAG, 128 beat 64 by 3-4% and 32 by 10-15%;
+    256 was slower on two of them."""
+    width = 128
     while width > 2 and n_registers * width > LANE_BUDGET:
         width //= 2
     return width
