@@ -207,6 +207,7 @@ class CompiledFunction:
         kernels, and heavy in exp/log/sin/cos/tanh..., runs its batches on the tape's lanes
         (SIMD vector math, nothing more to compile) instead of a loop over its row kernel."""
         kernels = {p.name: getattr(self.module, p.name + "_batch") for p in self.programs}
+        self.batch_tapes = None  # the TapeModule of those programs (dask_support ships it)
         if self.backend != "numba" or self.strategy != "straight":
             return kernels
         from .emit_numba_batch import uses_lanes
@@ -214,8 +215,9 @@ class CompiledFunction:
 
         on_tape = [p for p in self.programs if not uses_lanes(p) and lanes_beat_rows(p)]
         if on_tape:
-            tapes = build_tape_module(on_tape)
-            kernels.update({p.name: getattr(tapes, p.name + "_batch") for p in on_tape})
+            self.batch_tapes = build_tape_module(on_tape)
+            kernels.update({p.name: getattr(self.batch_tapes, p.name + "_batch")
+                            for p in on_tape})
         return kernels
 
     def kernels(self, name: str = "value_grad") -> tuple[Callable, Callable]:

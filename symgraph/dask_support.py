@@ -36,7 +36,8 @@ _LOCK = threading.Lock()
 
 @dataclass(frozen=True)
 class Kernel:
-    """What a worker needs to run a compiled function: its source, or its tapes."""
+    """What a worker needs to run a compiled function: its source, or its tapes, or both (a
+    source whose batches of some programs run on the tape's lanes, as the API chose)."""
 
     key: str
     source: str | None = None
@@ -47,9 +48,36 @@ class Kernel:
         with _LOCK:
             module = _LOADED.get(self.key)
             if module is None:
-                module = TapeModule(self.tapes) if self.tapes else load_source(self.source)[0]
+                if self.source is None:
+                    module = TapeModule(self.tapes)
+                else:
+                    module = load_source(self.source)[0]
+                    if self.tapes:
+                        module = _TapeBatches(module, TapeModule(self.tapes))
                 _LOADED[self.key] = module
             return module
+
+
+class _TapeBatches:
+    """A generated module whose ``<program>_batch`` comes from the tapes where they have it."""
+
+    def __init__(self, module: Any, tapes: TapeModule) -> None:
+        self.module, self.tapes = module, tapes
+
+    def __getattr__(self, name: str) -> Any:
+        if name.endswith("_batch") and name[:-len("_batch")] in self.tapes.tapes:
+            return getattr(self.tapes, name)
+        return getattr(self.module, name)
+
+
+def _tapes_key(tapes: tuple[Tape, ...]) -> str:
+    digest = hashlib.sha256()
+    for tape in tapes:
+        digest.update(tape.name.encode() + b"\0" + str(tape.n_registers).encode())
+        for array in (tape.opcodes, tape.operands, tape.targets, tape.blocks, tape.constants,
+                      tape.outputs):
+            digest.update(np.ascontiguousarray(array).tobytes())
+    return digest.hexdigest()[:24]
 
 
 def kernel_of(fn: Any) -> Kernel:
@@ -57,14 +85,11 @@ def kernel_of(fn: Any) -> Kernel:
     module = fn.module
     if isinstance(module, TapeModule):
         tapes = tuple(t.stripped() for t in module.tapes.values())
-        digest = hashlib.sha256()
-        for tape in tapes:
-            digest.update(tape.name.encode() + b"\0" + str(tape.n_registers).encode())
-            for array in (tape.opcodes, tape.operands, tape.targets, tape.constants,
-                          tape.outputs):
-                digest.update(np.ascontiguousarray(array).tobytes())
-        return Kernel("tape-" + digest.hexdigest()[:24], tapes=tapes)
-    return Kernel("source-" + source_digest(fn.source), source=fn.source)
+        return Kernel("tape-" + _tapes_key(tapes), tapes=tapes)
+    batch_tapes = getattr(fn, "batch_tapes", None)  # programs whose batches run on the tape
+    tapes = tuple(t.stripped() for t in batch_tapes.tapes.values()) if batch_tapes else ()
+    key = "source-" + source_digest(fn.source) + ("-" + _tapes_key(tapes) if tapes else "")
+    return Kernel(key, source=fn.source, tapes=tapes)
 
 
 def run_block(block: np.ndarray, kernel: Kernel, program: str, width: int) -> np.ndarray:
