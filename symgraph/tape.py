@@ -39,6 +39,7 @@ from .tape_interpreter import (
     MAX_BLOCK,
     MUL,
     NEG,
+    NMUL,
     OPCODES,
     SUB,
     VECTOR_OPCODES,
@@ -89,6 +90,10 @@ class _Builder:
         self.constant_ids: dict[str, int] = {}
         self.code: list[tuple[int, int, int, int, int, int]] = []  # op, dst, a, b, c, step
         self.values = 0
+        # A negation step is no instruction: its name stands for its operand, negated. Sums
+        # absorb it (SUB), products too (NMUL); other ops get one NEG per value, on first use.
+        self.negations: dict[str, int] = {}
+        self.negated: dict[int, int] = {}
 
     def new_value(self) -> int:
         self.values += 1
@@ -107,10 +112,12 @@ class _Builder:
     def operand(self, text: str, step: int) -> tuple[int, bool]:
         """(value id, negated): identifiers, ``-identifier`` (a negation printed in a sum) or
         literals."""
-        if text in self.ids:
-            return self.ids[text], False
-        if text.startswith("-") and text[1:] in self.ids:
-            return self.ids[text[1:]], True
+        sign = text.startswith("-") and text[1:].isidentifier()
+        name = text[1:] if sign else text
+        if name in self.ids:
+            return self.ids[name], sign
+        if name in self.negations:
+            return self.negations[name], not sign
         value = _literal(text)
         if value is None:
             raise ValueError(f"unknown operand {text!r} in step {step}")
@@ -121,13 +128,20 @@ class _Builder:
         value, negated = self.operand(text, step)
         if not negated:
             return value
-        result = self.new_value()
-        self.emit(NEG, result, value, value, value, step)
-        return result
+        if value not in self.negated:
+            self.negated[value] = self.new_value()
+            self.emit(NEG, self.negated[value], value, value, value, step)
+        return self.negated[value]
 
     def step(self, index: int, step: Step) -> None:
         operands = step.operands
-        if step.op in _CHAINED:
+        if step.op == "neg":
+            value, negated = self.operand(operands[0], index)
+            if negated:  # -(-x) is x
+                self.ids[step.target] = value
+            else:
+                self.negations[step.target] = value
+        elif step.op in _CHAINED:
             self.chain(index, step)
         elif step.op == "pow" and _small_int_exponent(operands[1]) is not None:
             self.small_power(index, step, _small_int_exponent(operands[1]))
@@ -149,12 +163,24 @@ class _Builder:
             self.ids[step.target] = first  # a one-term sum is its term: no instruction
             return
         dst = self.new_value()
+        terms = [(first, negated)] + [self.operand(text, index) for text in step.operands[1:]]
+        if code == MUL and len(terms) > 1:
+            # Negated factors only set the sign, which the last link applies.
+            odd = sum(negated for _, negated in terms) % 2
+            for k, (value, _) in enumerate(terms[1:], 1):
+                last = k == len(terms) - 1
+                self.emit(NMUL if odd and last else MUL, dst, first, value, value, index)
+                first = dst
+            self.ids[step.target] = dst
+            return
+        if negated and len(terms) > 1 and not terms[1][1]:
+            # -a + b is b - a bit for bit (addition commutes exactly).
+            terms = [(terms[1][0], False), (first, True)] + terms[2:]
+            first, negated = terms[0]
         if negated:
             self.emit(NEG, dst, first, first, first, index)
             first = dst
-        for text in step.operands[1:]:
-            value, negated = self.operand(text, index) if code == ADD else (
-                self.plain(text, index), False)
+        for value, negated in terms[1:]:
             self.emit(SUB if negated else code, dst, first, value, value, index)
             first = dst
         self.ids[step.target] = dst

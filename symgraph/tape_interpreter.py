@@ -61,10 +61,12 @@ OP_NAMES = (
  COS, COSH, DIV, EQ, ERF, ERFC, EXP, EXPM1, FLOOR, GE, GT, HYPOT,
  LE, LOG, LOG10, LOG1P, LOG2, LT, MAX, MIN, MUL, NE, NEG, POW, RELU,
  SIGMOID, SIGN, SIN, SINH, SOFTPLUS, SQRT, TAN, TANH, WHERE) = range(45)
-# Tape-only instruction: `a - b`, for a sum term printed as subtraction (bit-identical to a + -b).
-SUB = 45
+# Tape-only instructions: `a - b`, for a sum term printed as subtraction (bit-identical to
+# a + -b), and `-(a * b)`, the last link of a product with an odd number of negated factors
+# (rounding is symmetric, so (-a) * b is -(a * b) bit for bit): negations cost no instruction.
+SUB, NMUL = 45, 46
 OPCODES = {name: code for code, name in enumerate(OP_NAMES)}
-INSTRUCTION_NAMES = (*OP_NAMES, "sub")
+INSTRUCTION_NAMES = (*OP_NAMES, "sub", "nmul")
 LANE_BUDGET = 1 << 20  # float64 registers per thread in a batch (8 MB)
 
 
@@ -78,6 +80,8 @@ def apply(op, a, b, c):  # noqa: C901 - one flat dispatch is the point
         r = a * b
     elif op == SUB:
         r = a - b
+    elif op == NMUL:
+        r = -(a * b)
     elif op == NEG:
         r = -a
     elif op == DIV:
@@ -249,6 +253,10 @@ def run(opcodes, operands, targets, blocks, regs, gathered):
             for i in range(s, e):
                 regs[np.uint32(targets[i])] = (regs[np.uint32(operands[i, 0])]
                                                - regs[np.uint32(operands[i, 1])])
+        elif op == NMUL:
+            for i in range(s, e):
+                regs[np.uint32(targets[i])] = -(regs[np.uint32(operands[i, 0])]
+                                                * regs[np.uint32(operands[i, 1])])
         elif op == NEG:
             for i in range(s, e):
                 regs[np.uint32(targets[i])] = -regs[np.uint32(operands[i, 0])]
@@ -296,7 +304,7 @@ def run_lanes(opcodes, operands, targets, blocks, regs, lanes):
     for k in range(blocks.shape[0] - 1):
         s, e = blocks[k], blocks[k + 1]
         op = opcodes[s]
-        if op == ADD or op == MUL or op == SUB or op == DIV:
+        if op == ADD or op == MUL or op == SUB or op == DIV or op == NMUL:
             for i in range(s, e):
                 ti, ai = np.uint32(targets[i]), np.uint32(operands[i, 0])
                 t, b = regs[ti], regs[np.uint32(operands[i, 1])]
@@ -338,6 +346,9 @@ def _binary(op, a, b, t, n):
     elif op == SUB:
         for j in range(n):
             t[j] = a[j] - b[j]
+    elif op == NMUL:
+        for j in range(n):
+            t[j] = -(a[j] * b[j])
     else:
         for j in range(n):
             t[j] = a[j] / b[j]
@@ -354,6 +365,9 @@ def _binary_in_place(op, t, b, n):
     elif op == SUB:
         for j in range(n):
             t[j] = t[j] - b[j]
+    elif op == NMUL:
+        for j in range(n):
+            t[j] = -(t[j] * b[j])
     else:
         for j in range(n):
             t[j] = t[j] / b[j]
