@@ -8,6 +8,9 @@ steps) as one loop over the block:
 
 * segments of arithmetic only (``+ - * /``, small integer powers, ``sqrt``, comparisons...) are
   loops LLVM vectorises across points, AVX2/AVX-512 wide;
+* so are exp, log, tanh, erf, sigmoid, expm1, log1p, sin and cos: lane code calls
+  symgraph.vecmath's ``vexp``, ``vlog``... (the op table's ``lanes`` templates), straight-line
+  code that the lowering inlines (their text is embedded in the generated module);
 * segments holding libm calls stay scalar, but their iterations are independent points, so the
   CPU overlaps calls that are a dependent chain within one point.
 
@@ -23,21 +26,27 @@ strided accesses stay out of the vector loops.
 ``_lane_loops`` (emit_numba.LANE_LOWERING), which emits its loops as LLVM IR directly: Numba's
 per-line front end and a separate compile of the lane function would double the compile time.
 
-Results equal the row kernel's bit for bit: every step is the same IEEE operation on the same
-operands (reordering steps changes nothing; no fastmath, so no FMA contraction or
-reassociation). Only the payload or sign of a NaN may differ, which IEEE 754 leaves unspecified
-and which no op can turn into a non-NaN. Tiny programs (loads and stores dominate) and large
-ones (Numba's compile time of the lane kernel grows much faster than its gain) keep the
-per-point loop over the row kernel.
+Results equal the row kernel's bit for bit but for the vecmath steps: every other step is the
+same IEEE operation on the same operands (reordering steps changes nothing; no fastmath, so no
+FMA contraction or reassociation), and a vecmath function, like libm, is within an ulp of the
+true value (the two may round differently). Only the payload or sign of a NaN may differ, which
+IEEE 754 leaves unspecified and which no op can turn into a non-NaN. vsin/vcos are exact only
+for arguments up to vecmath.SIN_COS_LIMIT: the lane code sets a point's flag ``_F[_j]`` where
+``abs(argument) > limit`` (vectorised), and a last loop recomputes the flagged points with the
+row kernel's steps (libm; nan arguments give nan either way). So a point's result never
+depends on the other points of its batch. Tiny programs (loads and stores dominate) and large ones
+(Numba's compile time of the lane kernel grows much faster than its gain) keep the per-point
+loop over the row kernel.
 """
 
 from __future__ import annotations
 
 import heapq
+import re
 from dataclasses import replace
 
 from .emit_common import INDENT, step_lines
-from .ops import _int_exponent
+from .ops import OPS, _int_exponent
 from .schedule import Program, Step
 
 JIT = '@njit(cache=True, error_model="numpy")'
@@ -50,12 +59,18 @@ CHUNK = 2048  # points per call of the lane code (a few blocks; its scratch is p
 # Above this, lanes cost 6-9 s more compile (1,200-step kernels) and gained nothing measurable:
 # the big vector loops spill, and libm calls (MLP's tanh, the nest) dominate anyway.
 MAX_STEPS = 400
-MIN_WORK = 4  # vector steps per input or output below which per-point code is as fast
+# Vector work (op-table cost of the vector steps) per input or output below which per-point
+# code is as fast: loads and stores dominate. A vecmath step weighs its cost (8).
+MIN_WORK = 4
 
 # Ops whose Numba template is arithmetic, an LLVM intrinsic (sqrt, fabs, floor) or a select:
-# loops of them vectorise. Everything else calls libm (or contains a call) and stays scalar.
+# loops of them vectorise. So do ops with a `lanes` template (vecmath). Everything else calls
+# libm (or contains a call) and stays scalar.
 VECTOR_OPS = frozenset({"add", "mul", "neg", "div", "sqrt", "abs", "floor", "ceil", "lt", "le",
                         "gt", "ge", "eq", "ne", "where", "min", "max", "relu", "sign"})
+# vecmath functions exact only up to vecmath.SIN_COS_LIMIT (checked at run time, see above).
+LIMITED = ("vsin", "vcos")
+SIN_COS_LIMIT = 5.0e7  # vecmath.SIN_COS_LIMIT (a test checks); vecmath itself imports Numba
 
 I1, I2 = INDENT, INDENT * 2
 
@@ -63,7 +78,12 @@ I1, I2 = INDENT, INDENT * 2
 def is_vector_step(step: Step) -> bool:
     if step.op == "pow":  # small integer powers are products (ops._pow_template)
         return _int_exponent(step.operands[1]) not in (None, 0)
-    return step.op in VECTOR_OPS
+    return step.op in VECTOR_OPS or OPS[step.op].lanes is not None
+
+
+def vecmath_calls(code: str) -> list[str]:
+    """Names of the vecmath functions that lane code calls (``vexp(``...), in first-use order."""
+    return list(dict.fromkeys(re.findall(r"\b(v[a-z0-9]+)\(", code)))
 
 
 def _value(operand: str) -> str | None:
@@ -73,8 +93,8 @@ def _value(operand: str) -> str | None:
 
 
 def uses_lanes(p: Program) -> bool:
-    vector = sum(1 for s in p.steps if is_vector_step(s))
-    return len(p.steps) <= MAX_STEPS and vector >= MIN_WORK * (len(p.inputs) + len(p.outputs))
+    work = sum(OPS[s.op].cost if OPS[s.op].lanes else 1 for s in p.steps if is_vector_step(s))
+    return len(p.steps) <= MAX_STEPS and work >= MIN_WORK * (len(p.inputs) + len(p.outputs))
 
 
 def segments(p: Program) -> list[list[Step]]:
@@ -164,21 +184,30 @@ def lane_kernel_lines(p: Program) -> list[str]:
     def loop(body: list[str]) -> list[str]:
         return [f"{I1}for _j in range(_m):", *body] if body else []
 
-    lines = [f"def {p.name}_lanes(_X, _OUT, _T, _s, _m):",
+    limited = {s.target for s in p.steps if any(f in LIMITED for f in vecmath_calls(
+        OPS[s.op].render("lanes", list(s.operands))))}
+    lines = [f"def {p.name}_lanes(_X, _OUT, _T{', _F' if limited else ''}, _s, _m):",
              f"{I1}# Points _s .. _s + _m - 1; a value crossing segments lives in _T[slot * "
              f"{BLOCK} + _j]."]
+    if limited:
+        lines.append(f"{I1}# _F[_j]: point _j has a sin/cos argument beyond vecmath's exact range")
     lines += loop([f"{I2}{cell(name)} = _X[_s + _j, {k}]"
-                   for k, name in enumerate(p.inputs) if name in slot])
+                   for k, name in enumerate(p.inputs) if name in slot]
+                  + ([f"{I2}_F[_j] = False"] if limited else []))
     for run in runs:
         mine = {s.target for s in run}
         reads = dict.fromkeys(name for s in run for name in map(_value, s.operands)
                               if name in slot and name not in mine)
         body = [f"{I2}{name} = {cell(name)}" for name in reads]
-        body += step_lines(replace(p, steps=tuple(run)), "nb", I2)
+        body += step_lines(replace(p, steps=tuple(run)), "lanes", I2)
+        body += [f"{I2}_F[_j] |= abs({operand}) > {SIN_COS_LIMIT!r}" for operand in
+                 dict.fromkeys(s.operands[0] for s in run if s.target in limited)]
         body += [f"{I2}{cell(s.target)} = {s.target}" for s in run if s.target in slot]
         lines += loop(body)
     lines += loop([f"{I2}_OUT[_s + _j, {k}] = {cell(o) if o in slot else o}"
                    for k, (_, o) in enumerate(p.outputs)])
+    lines += loop([f"{I2}if _F[_j]:  # again with libm's sin/cos (the row kernel's steps)",
+                   f"{I2}{I1}{p.name}_steps(_X[_s + _j], _OUT[_s + _j])"] if limited else [])
     return lines + ["", "", f"_{p.name}_lanes = _lane_loops({p.name}_lanes, slots={count * BLOCK}, "
                     f"block={BLOCK}, chunk={CHUNK})", "", "",
                     JIT_BATCH, f"def {p.name}_batch(_X, _OUT):",

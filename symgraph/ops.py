@@ -6,6 +6,8 @@ Each `OpSpec` says everything the pipeline needs about one operation:
 * ``evaluate``   its numeric meaning on NumPy values (constant folding, reference evaluation)
 * ``partials``   local derivatives ``(args, out) -> tuple`` built as graph nodes, ``None`` for zero
 * ``py``, ``np``, ``nb``  code templates: scalar Python (``math``), NumPy arrays, Numba scalar
+* ``lanes``      Numba template of lane batch kernels, where exp/log/... are symgraph.vecmath's
+  vectorisable ``vexp``/``vlog``/... (within an ulp of libm); ``None``: the ``nb`` template
 * ``latex``      LaTeX template, and ``infix``/``precedence`` for the infix operators
 * ``sympy``      how to rebuild the op from SymPy functions (for ``to_sympy``)
 * ``domain``     the interval per argument that tests sample from
@@ -50,9 +52,11 @@ class OpSpec:
     commutative: bool = False
     np_prelude: tuple[str, ...] = field(default=())  # helper lines the NumPy template needs
     cost: int = 1  # in multiplications: how a program's size is weighed (schedule.Program.cost)
+    lanes: Any = None  # lane kernels' template (vecmath calls); None: the `nb` one
 
     def render(self, backend: str, operands: list[str]) -> str:
-        template = {"py": self.py, "np": self.np, "nb": self.nb}[backend]
+        template = {"py": self.py, "np": self.np, "nb": self.nb,
+                    "lanes": self.nb if self.lanes is None else self.lanes}[backend]
         if callable(template):
             return template(operands)
         return template.format(*operands)
@@ -208,18 +212,18 @@ _func("sqrt", np.sqrt, lambda x, out: 0.5 / out, cost=4, latex=r"\sqrt{{{0}}}", 
 _func("cbrt", np.cbrt, lambda x, out: 1.0 / (3.0 * out * out), py="float(np.cbrt({0}))",
       nb="np.cbrt({0})", latex=r"\sqrt[3]{{{0}}}",
       sympy=lambda sp, x: sp.sign(x) * sp.Abs(x) ** sp.Rational(1, 3), domain=(0.1, 4.0))
-_func("exp", np.exp, lambda x, out: out, latex=r"e^{{{0}}}")
+_func("exp", np.exp, lambda x, out: out, latex=r"e^{{{0}}}", lanes="vexp({0})")
 _func("expm1", np.expm1, lambda x, out: out + 1.0, latex=r"\left(e^{{{0}}} - 1\right)",
-      sympy=lambda sp, x: sp.exp(x) - 1)
-_func("log", np.log, lambda x, out: 1.0 / x, domain=(0.1, 4.0))
+      sympy=lambda sp, x: sp.exp(x) - 1, lanes="vexpm1({0})")
+_func("log", np.log, lambda x, out: 1.0 / x, domain=(0.1, 4.0), lanes="vlog({0})")
 _func("log1p", np.log1p, lambda x, out: 1.0 / (1.0 + x), latex=r"\log\left(1 + {0}\right)",
-      sympy=lambda sp, x: sp.log(1 + x), domain=(-0.5, 3.0))
+      sympy=lambda sp, x: sp.log(1 + x), domain=(-0.5, 3.0), lanes="vlog1p({0})")
 _func("log2", np.log2, lambda x, out: 1.0 / (x * math.log(2.0)), latex=r"\log_2\left({0}\right)",
       sympy=lambda sp, x: sp.log(x, 2), domain=(0.1, 4.0))
 _func("log10", np.log10, lambda x, out: 1.0 / (x * math.log(10.0)),
       latex=r"\log_{{10}}\left({0}\right)", sympy=lambda sp, x: sp.log(x, 10), domain=(0.1, 4.0))
-_func("sin", np.sin, lambda x, out: x.call("cos"))
-_func("cos", np.cos, lambda x, out: -x.call("sin"))
+_func("sin", np.sin, lambda x, out: x.call("cos"), lanes="vsin({0})")
+_func("cos", np.cos, lambda x, out: -x.call("sin"), lanes="vcos({0})")
 _func("tan", np.tan, lambda x, out: 1.0 + out * out, domain=(-1.2, 1.2))
 _func("asin", np.arcsin, lambda x, out: 1.0 / (1.0 - x * x).call("sqrt"), np_="np.arcsin({0})",
       latex=r"\arcsin\left({0}\right)", domain=(-0.9, 0.9))
@@ -229,7 +233,7 @@ _func("atan", np.arctan, lambda x, out: 1.0 / (1.0 + x * x), np_="np.arctan({0})
       latex=r"\arctan\left({0}\right)")
 _func("sinh", np.sinh, lambda x, out: x.call("cosh"))
 _func("cosh", np.cosh, lambda x, out: x.call("sinh"))
-_func("tanh", np.tanh, lambda x, out: 1.0 - out * out)
+_func("tanh", np.tanh, lambda x, out: 1.0 - out * out, lanes="vtanh({0})")
 _func("asinh", np.arcsinh, lambda x, out: 1.0 / (x * x + 1.0).call("sqrt"),
       np_="np.arcsinh({0})", latex=r"\operatorname{{asinh}}\left({0}\right)")
 _func("acosh", np.arccosh, lambda x, out: 1.0 / ((x - 1.0).call("sqrt") * (x + 1.0).call("sqrt")),
@@ -238,7 +242,7 @@ _func("atanh", np.arctanh, lambda x, out: 1.0 / (1.0 - x * x), np_="np.arctanh({
       latex=r"\operatorname{{atanh}}\left({0}\right)", domain=(-0.9, 0.9))
 _func("erf", np.vectorize(math.erf, otypes=[float]),
       lambda x, out: SQRT_PI_2 * (-(x * x)).call("exp"), np_="_erf({0})",
-      latex=r"\operatorname{{erf}}\left({0}\right)",
+      latex=r"\operatorname{{erf}}\left({0}\right)", lanes="verf({0})",
       np_prelude=("_erf = np.vectorize(math.erf, otypes=[float])",))
 _func("erfc", np.vectorize(math.erfc, otypes=[float]),
       lambda x, out: -SQRT_PI_2 * (-(x * x)).call("exp"), np_="_erfc({0})",
@@ -260,6 +264,7 @@ _func("relu", lambda x: np.maximum(x, 0.0), lambda x, out: x.call("gt", 0.0), co
       latex=r"\operatorname{{relu}}\left({0}\right)", sympy=lambda sp, x: sp.Max(0, x))
 _func("sigmoid", lambda x: 1.0 / (1.0 + np.exp(-x)), lambda x, out: out * (1.0 - out),
       py="1.0 / (1.0 + math.exp(-{0}))", np_="1.0 / (1.0 + np.exp(-{0}))",
+      lanes="1.0 / (1.0 + vexp(-{0}))",
       latex=r"\sigma\left({0}\right)", sympy=lambda sp, x: 1 / (1 + sp.exp(-x)))
 _func("softplus", lambda x: np.maximum(x, 0.0) + np.log1p(np.exp(-np.abs(x))),
       lambda x, out: x.call("sigmoid"),

@@ -2,7 +2,8 @@
 the conventions at non-differentiable points, and IEEE values at edges (with constant folding).
 
 Rendered templates are our own generated code, evaluated here with `eval` on a namespace of
-math/np to check that they compute what `evaluate` computes.
+math/np (and symgraph.vecmath's functions, which lane templates call) to check that they
+compute what `evaluate` computes.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import sympy as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from symgraph import vecmath
 from symgraph.graph import Node, apply, evaluate, symbol, topological_order
 from symgraph.ops import OPS
 
@@ -46,7 +48,7 @@ def cases(names=NAMES):
 
 
 def namespace(spec) -> dict:
-    ns = {"math": math, "np": np}
+    ns = {"math": math, "np": np} | {name: getattr(vecmath, name) for name in vecmath.PUBLIC}
     for line in spec.np_prelude:
         exec(line, ns)
     return ns
@@ -87,7 +89,7 @@ def test_evaluate_on_domain(name, n):
         assert np.shape(arrays) == (2,) and float(arrays[0]) == float(value)
 
 
-@pytest.mark.parametrize("backend", ["py", "np", "nb"])
+@pytest.mark.parametrize("backend", ["py", "np", "nb", "lanes"])
 @pytest.mark.parametrize("name, n", cases())
 def test_template_computes_evaluate(name, n, backend):
     spec = OPS[name]
@@ -103,7 +105,7 @@ def test_template_computes_evaluate(name, n, backend):
         assert close(float(got), expected, 1e-13), (code, point, got, expected)
 
 
-@pytest.mark.parametrize("backend", ["py", "np", "nb"])
+@pytest.mark.parametrize("backend", ["py", "np", "nb", "lanes"])
 @pytest.mark.parametrize("name, n", cases())
 def test_template_accepts_literal_operands(name, n, backend):
     # Code generators pass constants as literals such as "-1.98" into the same templates.
@@ -117,7 +119,7 @@ def test_template_accepts_literal_operands(name, n, backend):
 
 def test_pow_template_with_negative_literal_base():
     # `-2.0 ** y` would be -(2.0 ** y): the template must parenthesize the literal.
-    for backend in ("py", "np", "nb"):
+    for backend in ("py", "np", "nb", "lanes"):
         code = OPS["pow"].render(backend, ["-2.0", "a1"])
         assert eval(code, namespace(OPS["pow"]) | {"a1": 2.0}) == 4.0, (backend, code)
 
