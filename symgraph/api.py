@@ -205,20 +205,34 @@ class CompiledFunction:
     def _choose_batch_kernels(self) -> dict[str, Callable[[np.ndarray, np.ndarray], None]]:
         """The module's batch kernels, except that a straight-line program too big for lane
         kernels, and heavy in exp/log/sin/cos/tanh..., runs its batches on the tape's lanes
-        (SIMD vector math, nothing more to compile) instead of a loop over its row kernel."""
+        (SIMD vector math, nothing more to compile) instead of a loop over its row kernel.
+        The tapes are built on the first batch: one-point users never pay for them."""
         kernels = {p.name: getattr(self.module, p.name + "_batch") for p in self.programs}
-        self.batch_tapes = None  # the TapeModule of those programs (dask_support ships it)
+        self._on_tape: list[Program] = []
+        self._batch_tapes = None
         if self.backend != "numba" or self.strategy != "straight":
             return kernels
         from .emit_numba_batch import uses_lanes
-        from .tape import build_tape_module, lanes_beat_rows
+        from .tape import lanes_beat_rows
 
-        on_tape = [p for p in self.programs if not uses_lanes(p) and lanes_beat_rows(p)]
-        if on_tape:
-            self.batch_tapes = build_tape_module(on_tape)
-            kernels.update({p.name: getattr(self.batch_tapes, p.name + "_batch")
-                            for p in on_tape})
+        self._on_tape = [p for p in self.programs if not uses_lanes(p) and lanes_beat_rows(p)]
+        for p in self._on_tape:
+            def on_tape(X: np.ndarray, OUT: np.ndarray, _name: str = p.name + "_batch") -> None:
+                getattr(self.batch_tapes, _name)(X, OUT)
+
+            on_tape.__name__ = on_tape.__qualname__ = p.name + "_batch"
+            kernels[p.name] = on_tape
         return kernels
+
+    @property
+    def batch_tapes(self) -> Any:
+        """The TapeModule running the batches of programs chosen for the tape's lanes (None if
+        there are none); dask_support ships it beside the source."""
+        if self._batch_tapes is None and self._on_tape:
+            from .tape import build_tape_module
+
+            self._batch_tapes = build_tape_module(self._on_tape)
+        return self._batch_tapes
 
     def kernels(self, name: str = "value_grad") -> tuple[Callable, Callable]:
         """The raw kernels behind the methods, for program `name` (``value``, ``value_grad``,
