@@ -397,6 +397,19 @@ def run_batch(opcodes, operands, targets, blocks, constants, outputs, n_register
                 OUT[first + j, k] = regs[outputs[k], j]
 
 
+@njit(cache=True, error_model="numpy", nogil=True)
+def run_points(opcodes, operands, targets, blocks, constants, outputs, n_registers, X, OUT):
+    """`run_batch` one point at a time, on one register file: for tapes too big for lanes."""
+    n = X.shape[1]
+    regs = np.empty(n_registers + MAX_BLOCK)
+    regs[n:n + constants.shape[0]] = constants
+    for i in range(X.shape[0]):
+        regs[:n] = X[i]
+        run(opcodes, operands, targets, blocks, regs, regs[n_registers:])
+        for k in range(outputs.shape[0]):
+            OUT[i, k] = regs[outputs[k]]
+
+
 # -- tapes and the module object api.py uses (plain Python around the kernels above) ------------
 
 
@@ -498,26 +511,29 @@ def _batch_kernel(tape: Tape):
         if X.ndim != 2 or X.shape[1] != n or np.shape(OUT) != (X.shape[0], k):
             raise ValueError(f"{tape.name}_batch expects X of shape (N, {n}) and OUT of shape "
                              f"(N, {k}), got {X.shape} and {np.shape(OUT)}")
-        if _writable_c_float64(OUT):
-            run_batch(*arrays, X, OUT, width)
+        target = OUT if _writable_c_float64(OUT) else np.empty((X.shape[0], k))
+        if width > 1:
+            run_batch(*arrays, X, target, width)
         else:
-            result = np.empty((X.shape[0], k))
-            run_batch(*arrays, X, result, width)
-            OUT[...] = result
+            run_points(*arrays, X, target)
+        if target is not OUT:
+            OUT[...] = target
 
     batch.__name__ = batch.__qualname__ = f"{tape.name}_batch"
     return batch
 
 
 def lane_width(n_registers: int) -> int:
-    """Points a batch runs together: 128, fewer (down to 2) while a thread's registers would
+    """Points a batch runs together: 128, fewer (down to 8) while a thread's registers would
     pass 8 MB (more lanes share each instruction's decoding; past that, cache misses take the
-    gain). On the suite's MLP, nest and 5,000-node DAG, 128 beat 64 by 3-4% and 32 by 10-15%;
-    256 was slower on two of them."""
+    gain); 1 (the point interpreter, point by point) when even 8 would not fit. On the suite's
+    MLP, nest and 5,000-node DAG, 128 beat 64 by 3-4% and 32 by 10-15%; 256 was slower on two
+    of them. At 473,000 registers 2 lanes took 13.5 ms a point against the point
+    interpreter's 7.9 ms."""
     width = 128
-    while width > 2 and n_registers * width > LANE_BUDGET:
+    while width > 8 and n_registers * width > LANE_BUDGET:
         width //= 2
-    return width
+    return width if n_registers * width <= LANE_BUDGET else 1
 
 
 def _writable_c_float64(array) -> bool:

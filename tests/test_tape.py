@@ -270,6 +270,19 @@ def test_registers_are_reused_along_a_long_chain():
     assert value_grad.n_registers * lane_width(value_grad.n_registers) <= LANE_BUDGET
 
 
+def test_tapes_too_big_for_lanes_batch_point_by_point_with_the_point_interpreter(monkeypatch):
+    x, y = sg.symbols("x y")
+    expr = sg.sin(x * y) * sg.exp(-x) + sg.tanh(y) ** 2
+    programs = build_programs([expr], [x, y], [x, y], True, False)
+    monkeypatch.setattr(tape_interpreter, "LANE_BUDGET", 7)  # not even 8 lanes fit
+    assert lane_width(build_tape(programs[1]).n_registers) == 1
+    module = build_tape_module(programs)
+    X = np.random.default_rng(5).uniform(-3, 3, (50, 2))
+    X[7] = [math.inf, 1.0]
+    rows, batch = _run_tape(module, "value_grad", X, 3)
+    _same(rows, batch)  # the same interpreter, point by point
+
+
 def _blocks_of(tape) -> list[range]:
     return [range(s, e) for s, e in zip(tape.blocks[:-1].tolist(), tape.blocks[1:].tolist())]
 
