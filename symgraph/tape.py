@@ -35,7 +35,6 @@ from .tape_interpreter import (
     ADD,
     DIV,
     INSTRUCTION_NAMES,
-    LANE_BUDGET,
     MAX_BLOCK,
     MUL,
     NEG,
@@ -43,11 +42,8 @@ from .tape_interpreter import (
     OPCODES,
     SUB,
     VECTOR_OPCODES,
-    Tape,
-    TapeModule,
-    lane_width,
-    tape_text,
 )
+from .tape_module import LANE_BUDGET, Tape, TapeModule, lane_width, tape_text
 
 __all__ = ["LANE_BUDGET", "STRATEGIES", "TAPE_THRESHOLD_OPS", "Tape", "TapeModule", "build_tape",
            "build_tape_module", "choose_strategy", "lane_width", "lanes_beat_rows", "tape_text"]

@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import symgraph as sg
-from symgraph import tape_interpreter
+from symgraph import tape_interpreter, tape_module
 from symgraph.api import build_programs
 from symgraph.emit_numba_batch import uses_lanes
 from symgraph.graph import apply, count_ops
@@ -274,7 +274,7 @@ def test_tapes_too_big_for_lanes_batch_point_by_point_with_the_point_interpreter
     x, y = sg.symbols("x y")
     expr = sg.sin(x * y) * sg.exp(-x) + sg.tanh(y) ** 2
     programs = build_programs([expr], [x, y], [x, y], True, False)
-    monkeypatch.setattr(tape_interpreter, "LANE_BUDGET", 7)  # not even 8 lanes fit
+    monkeypatch.setattr(tape_module, "LANE_BUDGET", 7)  # not even 8 lanes fit
     assert lane_width(build_tape(programs[1]).n_registers) == 1
     module = build_tape_module(programs)
     X = np.random.default_rng(5).uniform(-3, 3, (50, 2))
