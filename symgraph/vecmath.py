@@ -80,16 +80,11 @@ _LOG2E = 1.4426950408889634
 # END _common
 
 
-# BEGIN vexp
-
-
+# BEGIN _exp_reduced
 @njit(error_model="numpy", forceinline=True)
-def vexp(x: float) -> float:
-    """exp(x). x = n ln2 + r, |r| <= ln2/2; exp(r) = 1 + r + r^2 g(r) with g of degree 10 and
-    1 + r summed in double-double; times 2**n as two exact powers of two (one rounding, also
-    for subnormal results). Max error 0.75 ulp (50,000 points vs mpmath)."""
-    x = _where(x > 710.0, 710.0, x)  # beyond: overflow to inf / underflow to 0 happen by scaling
-    x = _where(x < -746.0, -746.0, x)
+def _exp_reduced(x):
+    """x = n ln2 + (r + r_err) with |r| <= ln2/2 (r_err the rounding of r), and g(r) of degree
+    10 with exp(r) = 1 + r + r^2 g(r); n in the low bits of k (see _ROUNDER)."""
     k = x * _LOG2E + _ROUNDER
     n = k - _ROUNDER
     hi = x - n * _LN2_HI  # exact (Sterbenz)
@@ -107,6 +102,21 @@ def vexp(x: float) -> float:
     g = g * r + 0.04166666666666667
     g = g * r + 0.1666666666666667
     g = g * r + 0.5
+    return k, r, r_err, g
+# END _exp_reduced
+
+
+# BEGIN vexp
+
+
+@njit(error_model="numpy", forceinline=True)
+def vexp(x: float) -> float:
+    """exp(x). x = n ln2 + r, |r| <= ln2/2; exp(r) = 1 + r + r^2 g(r) with g of degree 10 and
+    1 + r summed in double-double; times 2**n as two exact powers of two (one rounding, also
+    for subnormal results). Max error 0.75 ulp (50,000 points vs mpmath)."""
+    x = _where(x > 710.0, 710.0, x)  # beyond: overflow to inf / underflow to 0 happen by scaling
+    x = _where(x < -746.0, -746.0, x)
+    k, r, r_err, g = _exp_reduced(x)
     s = 1.0 + r
     s_err = (1.0 - s) + r
     p = s + (s_err + (r * r * g + r_err))
@@ -166,23 +176,7 @@ def _expm1_kernel(x):
     """expm1(x) = (hi + lo) * s1 * s2 for -45 <= x <= 710 (hi + lo a double-double, s1 s2 = 2**n).
     x = n ln2 + r as in vexp; expm1 = 2**n ((1 - 2**-n) + r + r^2 g(r)), summed in double-double
     (1 - 2**-n as a double-double; for n = 0 this is r + r^2 g(r), with no cancellation)."""
-    k = x * _LOG2E + _ROUNDER
-    n = k - _ROUNDER
-    hi = x - n * _LN2_HI
-    lo = n * _LN2_LO
-    r = hi - lo
-    r_err = (hi - r) - lo
-    g = 2.0914679452495193e-09
-    g = g * r + 2.5105206480259365e-08
-    g = g * r + 2.755727366116628e-07
-    g = g * r + 2.755725542549107e-06
-    g = g * r + 2.480158732553351e-05
-    g = g * r + 0.00019841269874800694
-    g = g * r + 0.0013888888888883752
-    g = g * r + 0.008333333333326141
-    g = g * r + 0.04166666666666667
-    g = g * r + 0.1666666666666667
-    g = g * r + 0.5
+    k, r, r_err, g = _exp_reduced(x)
     ni = _bits(k) - _ROUNDER_BITS
     m = _where(ni > 60, 60, ni)  # beyond, 1 - 2**-n rounds to 1 anyway
     two_m = _float((1023 - m) << 52)
@@ -449,8 +443,9 @@ def source_of(names: Iterable[str]) -> str:
 
 def _register_blocks() -> None:
     src = inspect.getsource(inspect.getmodule(_register_blocks))
-    deps = {"_common": (), "vexp": ("_common",), "_log_kernel": ("_common",),
-            "vlog": ("_log_kernel",), "_expm1_kernel": ("_common",),
+    deps = {"_common": (), "_exp_reduced": ("_common",), "vexp": ("_exp_reduced",),
+            "_log_kernel": ("_common",), "vlog": ("_log_kernel",),
+            "_expm1_kernel": ("_exp_reduced",),
             "vexpm1": ("_expm1_kernel",), "vtanh": ("_expm1_kernel",),
             "vlog1p": ("_log_kernel",), "verf": ("vexp",), "_sin_cos": ("_common",),
             "vsin": ("_sin_cos",), "vcos": ("_sin_cos",), "vsin_array": ("vsin",),
