@@ -40,6 +40,7 @@ from .tape_interpreter import (
     NEG,
     NMUL,
     OPCODES,
+    SINCOS,
     SUB,
     VECTOR_OPCODES,
 )
@@ -90,6 +91,8 @@ class _Builder:
         # absorb it (SUB), products too (NMUL); other ops get one NEG per value, on first use.
         self.negations: dict[str, int] = {}
         self.negated: dict[int, int] = {}
+        # sin(u) and cos(u) of one operand (a value and its derivative): one SINCOS instruction
+        self.sin_cos_pairs: dict[int, tuple[str, str]] = {}
 
     def new_value(self) -> int:
         self.values += 1
@@ -131,6 +134,14 @@ class _Builder:
 
     def step(self, index: int, step: Step) -> None:
         operands = step.operands
+        if step.target in self.ids:  # the cos (or sin) of a SINCOS pair already emitted
+            return
+        if index in self.sin_cos_pairs:
+            sin_target, cos_target = self.sin_cos_pairs[index]
+            value = self.plain(operands[0], index)
+            self.ids[sin_target], self.ids[cos_target] = self.new_value(), self.new_value()
+            self.emit(SINCOS, self.ids[sin_target], value, value, self.ids[cos_target], index)
+            return
         if step.op == "neg":
             value, negated = self.operand(operands[0], index)
             if negated:  # -(-x) is x
@@ -252,6 +263,8 @@ def cluster_order(code, n_values, n_opcodes):
     for i in range(n):
         for s in (2, 3, 4, 1):  # reads a, b, c, and the previous write of the target
             v = code[i, s]
+            if s == 4 and code[i, 0] == SINCOS:  # its second target, not an operand
+                continue
             if v >= 0 and writer[v] >= 0:
                 j = writer[v]
                 if j != before[i, 0] and j != before[i, 1] and j != before[i, 2]:
@@ -259,6 +272,8 @@ def cluster_order(code, n_values, n_opcodes):
                     waiting[i] += 1
                     start[j + 1] += 1
         writer[code[i, 1]] = i
+        if code[i, 0] == SINCOS:
+            writer[code[i, 4]] = i
     start = np.cumsum(start)
     fill = start[:-1].copy()
     succ = np.empty(start[n], np.int64)
@@ -325,29 +340,38 @@ def linear_scan(code, outputs, n_values, n_fixed):
     rows = np.empty((n, 5), np.int32)
     for i in range(n):
         dst = code[i, 1]
-        for s in range(2, 5):
+        pair = code[i, 0] == SINCOS  # slot 4 holds its second target
+        second = code[i, 4] if pair else dst
+        reads = 4 if pair else 5
+        for s in range(2, reads):
             v = code[i, s]
             rows[i, s] = -v - 1 if v < 0 else register[v]
         # Operands dying here free their registers first: the interpreter reads before it
         # writes, so the result may take one of them (an in-place update).
-        for s in range(2, 5):
+        for s in range(2, reads):
             v = code[i, s]
             repeated = (s > 2 and v == code[i, 2]) or (s > 3 and v == code[i, 3])
             if v >= 0 and last[v] == i and v != dst and not repeated:
                 free[n_free] = register[v]
                 n_free += 1
-        if register[dst] < 0:
-            if n_free > 0:
-                n_free -= 1
-                register[dst] = free[n_free]
-            else:
-                register[dst] = n_registers
-                n_registers += 1
+        for v in (dst, second):  # both targets get registers before either is freed
+            if register[v] < 0:
+                if n_free > 0:
+                    n_free -= 1
+                    register[v] = free[n_free]
+                else:
+                    register[v] = n_registers
+                    n_registers += 1
         if last[dst] == i:  # written but never read: free again at once
             free[n_free] = register[dst]
             n_free += 1
+        if pair and last[second] == i:
+            free[n_free] = register[second]
+            n_free += 1
         rows[i, 0] = code[i, 0]
         rows[i, 1] = register[dst]
+        if pair:
+            rows[i, 4] = register[second]
     out = np.empty(outputs.shape[0], np.int32)
     for k in range(outputs.shape[0]):
         v = outputs[k]
@@ -375,13 +399,32 @@ def split_blocks(opcodes, operands, targets, n_registers, vector, max_block):
             starts[count] = i
             count += 1
         written_in[targets[i]] = count - 1
+        if op == SINCOS:
+            written_in[operands[i, 2]] = count - 1  # its second target
     starts[count] = n
     return starts[:count + 1].copy()
+
+
+def _sin_cos_pairs(steps: Sequence[Step]) -> dict[int, tuple[str, str]]:
+    """For each sin(u)/cos(u) pair of the same operand: the index of its first step -> (the sin
+    step's target, the cos step's target)."""
+    first: dict[tuple[str, str], tuple[int, str]] = {}
+    pairs: dict[int, tuple[str, str]] = {}
+    for index, step in enumerate(steps):
+        if step.op in ("sin", "cos"):
+            other = first.get(("cos" if step.op == "sin" else "sin", step.operands[0]))
+            if other is None:
+                first[(step.op, step.operands[0])] = (index, step.target)
+                continue
+            at, target = other
+            pairs[at] = (step.target, target) if step.op == "sin" else (target, step.target)
+    return pairs
 
 
 def build_tape(program: Program) -> Tape:
     """The tape of one program; raises NotImplementedError for an op the interpreter lacks."""
     builder = _Builder(program.inputs)
+    builder.sin_cos_pairs = _sin_cos_pairs(program.steps)
     for index, step in enumerate(program.steps):
         builder.step(index, step)
     outputs = [builder.output(operand) for _, operand in program.outputs]

@@ -10,9 +10,10 @@ Instructions run in *blocks*, runs of one op (`symgraph.tape.split_blocks`), so 
 decoded once per block. Most ops are computed with exactly the expression of their Numba
 template in the op table (``OPS[name].nb`` rendered with operands ``a, b, c``;
 `tests/test_tape.py` checks the text). The vector ops (`VECTOR_OPCODES`: exp, expm1, log,
-log1p, sin, cos, tanh, sigmoid, erf) use `symgraph.vecmath` instead of libm, one SIMD loop per
-block: within an ulp of the true value like libm, so they may differ from the straight-line
-kernels in the last bit. Flags are the straight-line kernels' (``error_model="numpy"``, no
+log1p, sin, cos, tanh, sigmoid, erf, and `sincos`, the sin and cos of one operand from one
+argument reduction) use `symgraph.vecmath` instead of libm, one SIMD loop per block: within
+an ulp of the true value like libm, so they may differ from the straight-line kernels in the
+last bit. Flags are the straight-line kernels' (``error_model="numpy"``, no
 fastmath), so edge points give NumPy's answers (1/0 = inf, log(-1) = nan) and never raise.
 
 Opcode numbers are written out below, in the sorted order of the op table's names, rather than
@@ -41,6 +42,7 @@ from .vecmath import (
     vlog,
     vlog1p,
     vsin,
+    vsincos,
     vtanh,
 )
 
@@ -58,8 +60,12 @@ OP_NAMES = (
 # a + -b), and `-(a * b)`, the last link of a product with an odd number of negated factors
 # (rounding is symmetric, so (-a) * b is -(a * b) bit for bit): negations cost no instruction.
 SUB, NMUL = 45, 46
+# `r_t, r_c = sincos(r_a)`: a value's sin and cos from one argument reduction (vecmath computes
+# both anyway), for the pairs reverse mode makes (sin(u) and its derivative cos(u)). Its second
+# target is in its third operand slot.
+SINCOS = 47
 OPCODES = {name: code for code, name in enumerate(OP_NAMES)}
-INSTRUCTION_NAMES = (*OP_NAMES, "sub", "nmul")
+INSTRUCTION_NAMES = (*OP_NAMES, "sub", "nmul", "sincos")
 
 
 @njit(error_model="numpy")
@@ -170,7 +176,7 @@ def apply(op, a, b, c):  # noqa: C901 - one flat dispatch is the point
 # Ops run as one loop over a whole block of instructions (`_unary`) with symgraph.vecmath's
 # vectorisable functions: a point's independent calls share SIMD lanes, and across a batch's
 # lanes the loop is the one the vector code needs.
-VECTOR_OPCODES = (EXP, EXPM1, LOG, LOG1P, SIN, COS, TANH, SIGMOID, ERF)
+VECTOR_OPCODES = (EXP, EXPM1, LOG, LOG1P, SIN, COS, TANH, SIGMOID, ERF, SINCOS)
 MAX_BLOCK = 256  # instructions a vector block gathers at most (its buffer's length)
 SIMD = 8  # doubles per vector register (AVX-512); a multiple of narrower widths
 
@@ -225,6 +231,27 @@ def _unary(op, src, dst, n):
                 dst[j] = vcos(src[j])
 
 
+@njit(error_model="numpy", inline="always")
+def _sincos(x, sin_out, cos_out, n):
+    """sin_out[:n], cos_out[:n] = sin(x[:n]), cos(x[:n]) (x may be sin_out): vecmath's shared
+    reduction, with libm value by value beyond SIN_COS_LIMIT (never met in practice)."""
+    far = 0
+    for j in range(n):
+        far |= _where(abs(x[j]) <= SIN_COS_LIMIT, 0, 1)
+    if far:
+        for j in range(n):
+            v = x[j]
+            near = abs(v) <= SIN_COS_LIMIT
+            cos_out[j] = vcos(v) if near else math.cos(v)
+            sin_out[j] = vsin(v) if near else math.sin(v)
+    else:
+        for j in range(n):
+            v = x[j]
+            sin_value, cos_value = vsincos(v)
+            cos_out[j] = cos_value
+            sin_out[j] = sin_value
+
+
 @njit(cache=True, error_model="numpy", nogil=True)
 def run(opcodes, operands, targets, blocks, regs, gathered):
     """Execute the instructions on the register file `regs` (modified in place), a block at a
@@ -258,6 +285,17 @@ def run(opcodes, operands, targets, blocks, regs, gathered):
             for i in range(s, e):
                 regs[np.uint32(targets[i])] = (regs[np.uint32(operands[i, 0])]
                                                / regs[np.uint32(operands[i, 1])])
+        elif op == SINCOS:
+            n = e - s
+            second = gathered[MAX_BLOCK:]
+            for j in range(n):
+                gathered[j] = regs[np.uint32(operands[s + j, 0])]
+            padded = (n + SIMD - 1) // SIMD * SIMD
+            gathered[n:padded] = 0.0
+            _sincos(gathered, gathered, second, padded)
+            for j in range(n):
+                regs[np.uint32(targets[s + j])] = gathered[j]
+                regs[np.uint32(operands[s + j, 2])] = second[j]
         elif is_vector(op):
             n = e - s
             for j in range(n):
@@ -279,7 +317,7 @@ def run(opcodes, operands, targets, blocks, regs, gathered):
 @njit(cache=True, error_model="numpy", nogil=True)
 def run_row(opcodes, operands, targets, blocks, constants, outputs, n_registers, x, out):
     """One point: inputs `x` (n_inputs,), results into `out` (len(outputs),)."""
-    regs = np.empty(n_registers + MAX_BLOCK)  # the tail is the vector blocks' buffer
+    regs = np.empty(n_registers + 2 * MAX_BLOCK)  # the tail is the vector blocks' buffers
     n = x.shape[0]
     regs[:n] = x
     regs[n:n + constants.shape[0]] = constants
@@ -313,6 +351,12 @@ def run_lanes(opcodes, operands, targets, blocks, regs, lanes):
                 t, a = regs[np.uint32(targets[i])], regs[np.uint32(operands[i, 0])]
                 for j in range(lanes):
                     t[j] = -a[j]
+        elif op == SINCOS:
+            scratch = regs[regs.shape[0] - 1]  # a row of its own: no overlap for LLVM to check
+            for i in range(s, e):
+                scratch[:lanes] = regs[np.uint32(operands[i, 0])][:lanes]
+                _sincos(scratch, regs[np.uint32(targets[i])], regs[np.uint32(operands[i, 2])],
+                        lanes)
         elif is_vector(op):
             for i in range(s, e):
                 ti, ai = np.uint32(targets[i]), np.uint32(operands[i, 0])
@@ -375,7 +419,7 @@ def run_batch(opcodes, operands, targets, blocks, constants, outputs, n_register
     `symgraph.batching` runs parts of a batch on several threads."""
     rows, n = X.shape[0], X.shape[1]
     width = max(1, min(width, rows))
-    regs = np.empty((n_registers, width))
+    regs = np.empty((n_registers + 1, width))  # the last row: scratch for sincos
     for k in range(constants.shape[0]):
         regs[n + k, :] = constants[k]  # constants are never overwritten
     for first in range(0, rows, width):
@@ -393,7 +437,7 @@ def run_batch(opcodes, operands, targets, blocks, constants, outputs, n_register
 def run_points(opcodes, operands, targets, blocks, constants, outputs, n_registers, X, OUT):
     """`run_batch` one point at a time, on one register file: for tapes too big for lanes."""
     n = X.shape[1]
-    regs = np.empty(n_registers + MAX_BLOCK)
+    regs = np.empty(n_registers + 2 * MAX_BLOCK)
     regs[n:n + constants.shape[0]] = constants
     for i in range(X.shape[0]):
         regs[:n] = X[i]

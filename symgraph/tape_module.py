@@ -14,7 +14,7 @@ import numpy as np
 from .naming import comment_text
 from .ops import OPS
 from .schedule import Step
-from .tape_interpreter import INSTRUCTION_NAMES, run_batch, run_points, run_row
+from .tape_interpreter import INSTRUCTION_NAMES, SINCOS, run_batch, run_points, run_row
 
 LANE_BUDGET = 1 << 20  # float64 registers per thread in a batch (8 MB)
 
@@ -73,7 +73,8 @@ def tape_text(tape: Tape) -> str:
     notes: dict[int, str] = {}  # a chain's instructions share their step's note
     for op, (a, b, c), target, step in zip(tape.opcodes.tolist(), tape.operands.tolist(),
                                            tape.targets.tolist(), tape.step_of.tolist()):
-        line = forms[op].format(target, a, b, c)
+        line = (f"r{target}, r{c} = sincos(r{a})" if op == SINCOS  # two targets
+                else forms[op].format(target, a, b, c))
         if tape.steps and step >= 0:
             note = notes.get(step)
             if note is None:

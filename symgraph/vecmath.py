@@ -331,10 +331,10 @@ _PIO2_5 = -4.7891979590619914e-36  # and the rest: pi/2 to 170 bits
 
 
 @njit(error_model="numpy", forceinline=True)
-def _sin_cos(x, shift):
-    """sin(x + shift pi/2) for |x| <= SIN_COS_LIMIT. x = n pi/2 + r with r as a double-double
-    exact to ~2**-120 (enough for the closest doubles to multiples of pi/2, |r| > 2**-61), then
-    the odd/even polynomial of the quadrant, its sign and a final rounding."""
+def _sin_cos_reduced(x):
+    """(k, sin r, cos r) for |x| <= SIN_COS_LIMIT: x = n pi/2 + r with r as a double-double
+    exact to ~2**-120 (enough for the closest doubles to multiples of pi/2, |r| > 2**-61), n in
+    the low bits of k, and both polynomials of r."""
     k = x * _2_OVER_PI + _ROUNDER
     n = k - _ROUNDER
     a = x - n * _PIO2_1  # exact
@@ -377,9 +377,22 @@ def _sin_cos(x, shift):
     hz = 0.5 * z
     w = 1.0 - hz
     cos_r = w + (((1.0 - w) - hz) + (z * z * q - (r * r_lo + 0.5 * z_err)))
+    return k, sin_r, cos_r
+
+
+@njit(error_model="numpy", forceinline=True)
+def _in_quadrant(k, shift, sin_r, cos_r):
+    """sin(x + shift pi/2) from `_sin_cos_reduced`: the quadrant's polynomial and sign."""
     quadrant = _bits(k) + shift  # the low bits of k are those of n
     y = _where((quadrant & 1) != 0, cos_r, sin_r)
     return _where((quadrant & 2) != 0, -y, y)
+
+
+@njit(error_model="numpy", forceinline=True)
+def _sin_cos(x, shift):
+    """sin(x + shift pi/2) for |x| <= SIN_COS_LIMIT, with a final rounding."""
+    k, sin_r, cos_r = _sin_cos_reduced(x)
+    return _in_quadrant(k, shift, sin_r, cos_r)
 # END _sin_cos
 
 
@@ -399,6 +412,17 @@ def vcos(x: float) -> float:
     Max error 0.73 ulp (66,000 points vs mpmath, with the doubles nearest to k pi/2)."""
     return _sin_cos(x, 1)
 # END vcos
+
+
+# BEGIN vsincos
+@njit(error_model="numpy", forceinline=True)
+def vsincos(x: float) -> tuple[float, float]:
+    """(sin(x), cos(x)), equal bit for bit to (vsin(x), vcos(x)), from one argument reduction:
+    for a value and its derivative (reverse mode pairs sin(u) with cos(u))."""
+    k, sin_r, cos_r = _sin_cos_reduced(x)
+    return _where(x == 0.0, x, _in_quadrant(k, 0, sin_r, cos_r)), _in_quadrant(k, 1, sin_r,
+                                                                                cos_r)
+# END vsincos
 
 
 # BEGIN vsin_array
@@ -448,8 +472,8 @@ def _register_blocks() -> None:
             "_expm1_kernel": ("_exp_reduced",),
             "vexpm1": ("_expm1_kernel",), "vtanh": ("_expm1_kernel",),
             "vlog1p": ("_log_kernel",), "verf": ("vexp",), "_sin_cos": ("_common",),
-            "vsin": ("_sin_cos",), "vcos": ("_sin_cos",), "vsin_array": ("vsin",),
-            "vcos_array": ("vcos",)}
+            "vsin": ("_sin_cos",), "vcos": ("_sin_cos",), "vsincos": ("_sin_cos",),
+            "vsin_array": ("vsin",), "vcos_array": ("vcos",)}
     for name in sorted(deps, key=lambda name: src.index(f"# BEGIN {name}\n")):  # file order
         start = src.index(f"# BEGIN {name}\n") + len(f"# BEGIN {name}\n")
         _record(name, deps[name], src[start:src.index(f"# END {name}\n")])

@@ -237,12 +237,33 @@ def test_source_of_defines_the_same_functions_in_a_standalone_module(tmp_path):
             a, b = np.empty_like(x), np.empty_like(x)
             getattr(vm, name)(x, a)
             getattr(module, name)(x, b)
+        elif name == "vsincos":  # two results: the pasted one against vsin and vcos
+            both = _sincos_loop(module.vsincos)(x)
+            a, b = np.concatenate([apply("vsin", x), apply("vcos", x)]), both
         else:
             run = _loop(getattr(module, name))
             b = np.empty_like(x)
             run(x, b)
             a = apply(name, x)
         assert np.array_equal(a.view(np.int64), b.view(np.int64)) or same(a, b), name
+
+
+def _sincos_loop(f):
+    @njit(error_model="numpy")
+    def run(x):
+        out = np.empty(2 * x.size)
+        for j in range(x.size):
+            out[j], out[x.size + j] = f(x[j])
+        return out
+    return run
+
+
+def test_vsincos_equals_vsin_and_vcos_bit_for_bit():
+    rng = np.random.default_rng(RNG_SEED + 4)
+    x = np.concatenate([signed(rng, log_uniform(rng, 1e-310, vm.SIN_COS_LIMIT, 4000)), EDGES])
+    x = x[~(np.abs(x) > vm.SIN_COS_LIMIT)]
+    both = _sincos_loop(vm.vsincos)(x)
+    assert same(both[:x.size], apply("vsin", x)) and same(both[x.size:], apply("vcos", x))
 
 
 def test_source_of_includes_only_what_is_needed_in_dependency_order():
