@@ -6,8 +6,8 @@ interpreter's machine code does not depend on the expression, so it is compiled 
 machine (``cache=True`` keeps it in this package's ``__pycache__``) and a 10^6-instruction
 tape costs no compile time at all.
 
-Instructions run in *blocks*, runs of one op (`symgraph.tape.split_blocks`), so an op is
-decoded once per block. Most ops are computed with exactly the expression of their Numba
+Instructions run in *blocks*, runs of one op (`symgraph.tape_passes.split_blocks`), so an op
+is decoded once per block. Most ops are computed with exactly the expression of their Numba
 template in the op table (``OPS[name].nb`` rendered with operands ``a, b, c``;
 `tests/test_tape.py` checks the text). The vector ops (`VECTOR_OPCODES`: exp, expm1, log,
 log1p, sin, cos, tanh, sigmoid, erf, and `sincos`, the sin and cos of one operand from one
