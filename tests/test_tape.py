@@ -109,6 +109,16 @@ def test_each_op_is_computed_with_its_numba_template():
         assert f"op == {name.upper()}:\n        r = {template}\n" in source, name
 
 
+def test_vector_ops_are_the_op_tables_lane_templates_computed_alike():
+    # The ops the tape runs with vecmath are those the op table gives a lane template (plus the
+    # tape-only sincos), each computed with that template's expression.
+    with_lanes = {name for name, spec in OPS.items() if spec.lanes is not None}
+    assert VECTOR_OPS == with_lanes | {"sincos"}
+    source = inspect.getsource(tape_interpreter._unary)
+    for name in with_lanes:
+        assert f"dst[j] = {OPS[name].render('lanes', ['src[j]'])}\n" in source, name
+
+
 def _single_op_program(name: str, arity: int) -> Program:
     operands = ("a", "b", "c")[:arity]
     return Program("value", ("a", "b", "c"), (Step("t0", name, operands),), (("f", "t0"),))
