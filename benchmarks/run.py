@@ -99,6 +99,9 @@ class Runner:
             [str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
             "NUMBA_CACHE_DIR": str(scratch / "numba"), "BENCH_JAX_CACHE": str(scratch / "jax"),
             "SYMGRAPH_CACHE_DIR": str(scratch / "symgraph")}
+        # Python caches bytecode by default (the generated modules' too); some sandboxes turn
+        # that off, which would add source compiles to every warm setup.
+        self.env.pop("PYTHONDONTWRITEBYTECODE", None)
 
     def command(self, *extra: str) -> list[str]:
         a = self.args

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from . import naming
+from . import naming, outputs
 from .batching import rows_per_thread, run_batch
 from .coerce import as_expression, as_symbols
 from .compiler import load_source
@@ -280,7 +280,7 @@ class CompiledFunction:
             out = np.empty(size)
             self._rows[kernel].call(x, out)
         else:
-            out = np.empty((x.shape[0], size))
+            out = outputs.empty((x.shape[0], size))  # recycled memory, for big batches
             self._batches[kernel](x, out)
         return out
 

@@ -29,6 +29,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from .graph import bulk
+from .numba_cache import preload
 from .schedule import Program, Step
 from .tape_interpreter import (
     ADD,
@@ -237,6 +238,7 @@ def build_tape(program: Program) -> Tape:
     outputs = [builder.output(operand) for _, operand in program.outputs]
     n_fixed = builder.n_inputs + len(builder.constants)
     code = np.array(builder.code, dtype=np.int64).reshape(-1, 6)
+    preload([cluster_order, linear_scan, split_blocks])  # from Numba's cache, without its set-up
     code = code[cluster_order(code, builder.values, len(INSTRUCTION_NAMES))]
     rows, out, n_registers = linear_scan(code, np.array(outputs, dtype=np.int64),
                                          builder.values, n_fixed)

@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .naming import comment_text
+from .numba_cache import preload
 from .ops import OPS
 from .schedule import Step
 from .tape_interpreter import INSTRUCTION_NAMES, SINCOS, run_batch, run_points, run_row
@@ -156,6 +157,7 @@ class TapeModule:
         self.tapes = {tape.name: tape for tape in tapes}
         self.path = path
         self._source: str | None = None
+        preload([run_row, run_batch, run_points])  # from Numba's cache, without its set-up
         for tape in tapes:
             setattr(self, f"{tape.name}_row", _row_kernel(tape))
             setattr(self, f"{tape.name}_batch", _batch_kernel(tape))

@@ -46,6 +46,12 @@ def _heap_pop(heap, base, size):
 
 
 @njit(cache=True, nogil=True)
+def _prefix_sums(counts):  # in place; np.cumsum's cached code would import Numba's arraymath
+    for k in range(1, counts.size):
+        counts[k] += counts[k - 1]
+
+
+@njit(cache=True, nogil=True)
 def cluster_order(code, n_values, n_opcodes):
     """An order of the instructions (rows of `code`: op, dst, a, b, c) in which equal opcodes
     run back to back where dependencies allow: each instruction after the writes it reads and
@@ -75,7 +81,7 @@ def cluster_order(code, n_values, n_opcodes):
         writer[code[i, 1]] = i
         if code[i, 0] == SINCOS:
             writer[code[i, 4]] = i
-    start = np.cumsum(start)
+    _prefix_sums(start)
     fill = start[:-1].copy()
     succ = np.empty(start[n], np.int64)
     for i in range(n):
@@ -85,7 +91,7 @@ def cluster_order(code, n_values, n_opcodes):
     per_op = np.zeros(n_opcodes + 1, np.int64)  # heap of op o: heaps[per_op[o]:...]
     for i in range(n):
         per_op[code[i, 0] + 1] += 1
-    per_op = np.cumsum(per_op)
+    _prefix_sums(per_op)
     heaps = np.empty(n, np.int64)
     sizes = np.zeros(n_opcodes, np.int64)
     oldest = np.empty(n, np.int64)  # every ready instruction (stale ones skipped on pop)

@@ -1,0 +1,74 @@
+"""Kernels come back from Numba's on-disk cache in a fresh process without Numba's per-process
+registry refresh (symgraph.numba_cache), and with the very same numbers; a cache missing its
+machine code falls back to the usual path."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPT = """
+import json, sys
+import numpy as np
+import symgraph as sg
+from numba.core.imputils import builtin_registry  # which Numba's refresh installs
+from numba.core.registry import cpu_target
+from symgraph import numba_cache
+
+x, y = sg.symbols("x y")
+fn = sg.compile(sg.exp(x * y) + x**3 / y + sg.sin(y), [x, y], cache_dir=sys.argv[1])
+value, grad = fn.value_and_grad(0.5, 1.5)
+X = np.linspace(0.1, 2.0, 40).reshape(20, 2)
+values, grads = fn.value_and_grad(X)
+tape = sg.compile(sg.exp(x * y) + x**3 / y + sg.sin(y), [x, y], strategy="tape")
+tape_values, tape_grads = tape.value_and_grad(X)
+from symgraph import tape_interpreter, tape_passes
+print(json.dumps({
+    "tape": [v.hex() for v in np.concatenate([tape_values, tape_grads.ravel()])],
+    "tape_preloaded": sorted(d.__name__ for m in (tape_interpreter, tape_passes)
+                             for d in numba_cache.dispatchers_of(m) if d.overloads),
+    "value": value.hex(), "grad": [g.hex() for g in grad],
+    "batch": [v.hex() for v in np.concatenate([values, grads.ravel()])],
+    "refreshed": builtin_registry in cpu_target.target_context._registries,
+    "preloaded": sorted(d.__name__ for d in numba_cache.dispatchers_of(fn.module)
+                        if d.overloads),
+}))
+"""
+
+
+def _run(cache: Path) -> dict:
+    done = subprocess.run([sys.executable, "-c", SCRIPT, str(cache)], capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def first_run(tmp_path_factory) -> tuple[Path, dict]:
+    cache = tmp_path_factory.mktemp("numba-cache")
+    return cache, _run(cache)
+
+
+def test_a_fresh_process_runs_cached_kernels_without_numbas_registry_refresh(first_run):
+    cache, first = first_run
+    assert first["refreshed"]  # the first process compiled, which refreshes
+    again = _run(cache)
+    assert not again["refreshed"]
+    assert {"value_grad_row", "value_grad_batch"} <= set(again["preloaded"])
+    assert {"cluster_order", "run_batch"} <= set(again["tape_preloaded"])
+    for key in ("value", "grad", "batch", "tape"):
+        assert again[key] == first[key]
+
+
+def test_a_cache_missing_its_machine_code_falls_back_to_numbas_usual_path(first_run):
+    cache, first = first_run
+    data = list(cache.rglob("*.nbc"))  # the machine code; the index still lists it
+    assert data
+    for path in data:
+        path.unlink()
+    again = _run(cache)
+    assert again["refreshed"]  # compiled again, the usual way
+    for key in ("value", "grad", "batch"):
+        assert again[key] == first[key]
