@@ -6,12 +6,13 @@ The pipeline, one module per stage, each using only earlier ones::
         -> emit_python / emit_numba -> compiler -> api -> cli
 """
 
-from .api import CompiledFunction, __version__, compile
+from .api import CompiledFunction, compile
 from .differentiate import diff, grad, hessian, jacobian, jvp, vjp
 from .functions import FUNCTIONS as _FUNCTIONS
 from .graph import Node, apply, const, count_ops, evaluate, free_symbols, symbol, symbols
 from .ops import OPS
 from .parser import ParseError, parse
+from .pipeline import __version__
 from .printer import to_latex, to_text, to_text_cse
 
 globals().update(_FUNCTIONS)

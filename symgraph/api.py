@@ -15,24 +15,21 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from . import naming, outputs
+from . import outputs
 from .batching import rows_per_thread, run_batch
 from .coerce import as_expression, as_symbols
-from .compiler import load_source
-from .differentiate import hessian, jacobian
-from .emit_numba import emit_numba
-from .emit_python import emit_python
-from .graph import Node
-from .printer import to_latex, to_text
-from .schedule import Program, schedule
+from .compiler import default_cache_dir, load_source
+from .expression_cache import expression_key, load_programs, load_tape, save_programs, save_tape
+from .pipeline import BACKENDS, build_programs, render_source
+from .printer import to_latex
+from .schedule import Program
+from .traversal import bulk
 
-__version__ = "0.1.0"
-BACKENDS = {"numba": emit_numba, "python": emit_python}
-_DESCRIBE_MAX_CHARS = 400
 _F64 = np.dtype(np.float64)
 _VALUE, _OUT, _VALUE_GRAD, _GRAD = range(4)  # what a bound call returns
 
@@ -81,69 +78,12 @@ class _Row:
             self.call = entry
 
 
-def describe(outputs: Sequence[Node], labels: Sequence[str]) -> list[str]:
-    """``label = formula`` lines for a generated module's docstring (short formulas only)."""
-    lines = []
-    for label, node in zip(labels, outputs):
-        try:
-            text = to_text(node, max_length=_DESCRIBE_MAX_CHARS)
-        except ValueError:
-            text = None
-        lines.append(f"{label} = {text}" if text else f"{label} = (an expression too large "
-                     "to show; see the steps below)")
-    return lines
-
-
-def build_programs(outputs: Sequence[Node], inputs: Sequence[Node], wrt: Sequence[Node],
-                   scalar: bool, with_hessian: bool, with_derivatives: bool = True
-                   ) -> list[Program]:
-    """The kernels of a compiled function: value, and value with derivatives w.r.t. `wrt`."""
-    idents = naming.input_identifiers([s.value for s in inputs])
-    ident_of = {id(s): i for s, i in zip(inputs, idents)}
-    wrt_idents = [ident_of[id(v)] for v in wrt]
-    values = naming.value_labels(len(outputs))
-    value_slots = list(zip(values, outputs))
-    programs = [schedule("value", value_slots, inputs, idents)]
-    if not with_derivatives:
-        return programs
-    if scalar:
-        gradient = jacobian(outputs, wrt)[0]
-        grad_slots = value_slots + list(zip(naming.gradient_labels(wrt_idents), gradient))
-        programs.append(schedule("value_grad", grad_slots, inputs, idents))
-        if with_hessian:
-            second = hessian(outputs[0], wrt)
-            labels = naming.hessian_labels(wrt_idents)
-            n = len(wrt)
-            hess_slots = grad_slots + [(labels[i][j], second[i][j])
-                                       for i in range(n) for j in range(n)]
-            programs.append(schedule("value_grad_hess", hess_slots, inputs, idents))
-    else:
-        rows = jacobian(outputs, wrt)
-        jac_slots = value_slots + [(label, d) for v, row in zip(values, rows)
-                                   for label, d in zip(naming.gradient_labels(wrt_idents, v), row)]
-        programs.append(schedule("value_jac", jac_slots, inputs, idents))
-    return programs
-
-
-def render_source(programs: Sequence[Program], outputs: Sequence[Node], inputs: Sequence[Node],
-                  backend: str, labels: Sequence[str] | None = None) -> str:
-    """The source of a standalone kernel module (imports only math, NumPy, Numba)."""
-    if backend not in BACKENDS:
-        raise ValueError(f"unknown backend {backend!r}; choose one of {sorted(BACKENDS)}")
-    labels = list(labels) if labels else naming.value_labels(len(outputs))
-    names = [a.value for a in inputs]
-    kind = "Value and derivatives of " if len(programs) > 1 else "Value of "
-    title = kind + ", ".join(labels) + f"({', '.join(names)})"
-    return BACKENDS[backend](programs, title, describe(outputs, labels), names, __version__)
-
-
-def generate_source(outputs: Sequence[Node], inputs: Sequence[Node], wrt: Sequence[Node], *,
-                    backend: str, scalar: bool, hessian: bool = False,
-                    derivatives: bool = True, labels: Sequence[str] | None = None
-                    ) -> tuple[str, list[Program]]:
-    """Programs for `outputs` and the module source that runs them."""
-    programs = build_programs(outputs, inputs, wrt, scalar, hessian, derivatives)
-    return render_source(programs, outputs, inputs, backend, labels), programs
+def _read_kept_module(folder: Path, name: str | None) -> str | None:
+    """The text of a generated module a record names, if it is still there."""
+    try:
+        return (folder / name).read_text(encoding="utf-8") if name else None
+    except OSError:
+        return None
 
 
 class CompiledFunction:
@@ -168,20 +108,35 @@ class CompiledFunction:
         self.backend = backend
         self.cache_dir = cache_dir
         self.has_hessian = hessian and self.scalar
-        # With nothing to differentiate by (wrt=[]) the derivative kernels would copy `value`.
-        self.programs = build_programs(self.outputs, self.args, self.wrt, self.scalar,
-                                       self.has_hessian, bool(self.wrt))
-        self.strategy = self._choose_strategy(strategy)
+        self._folder = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+        self._key = expression_key(self.outputs, self.args, self.wrt, backend=backend,
+                                   hessian=self.has_hessian, scalar=self.scalar,
+                                   strategy=strategy)
+        kept = load_programs(self._folder, self._key)
+        record = kept[1] if kept is not None else {}
+        source = _read_kept_module(self._folder, record.get("module"))
+        if kept is not None and (source is not None or record.get("strategy") == "tape"):
+            self.programs, self.strategy = kept[0], record["strategy"]
+        else:  # differentiate, schedule (and below, render)
+            record = {}
+            # With nothing to differentiate by (wrt=[]) the derivative kernels would copy
+            # `value`.
+            self.programs = build_programs(self.outputs, self.args, self.wrt, self.scalar,
+                                           self.has_hessian, bool(self.wrt))
+            self.strategy = self._choose_strategy(strategy)
         if self.strategy == "tape":  # huge programs: one cached interpreter, no compile
-            from .tape import build_tape_module
-
-            self.module, self.path = build_tape_module(self.programs), None
+            self.module, self.path = self._tape_module(self.programs), None
         else:
-            self._source = render_source(self.programs, self.outputs, self.args, backend)
+            self._source = source or render_source(self.programs, self.outputs, self.args,
+                                                   backend)
             self.module, self.path = load_source(self._source, cache_dir)
         self._n, self._m, self._k = len(self.args), len(self.outputs), len(self.wrt)
         self._rows = {p.name: _Row(getattr(self.module, p.name + "_row")) for p in self.programs}
-        self._batch_kernels = self._choose_batch_kernels()
+        self._batch_kernels = self._choose_batch_kernels(record.get("on_tape"))
+        if not record:
+            save_programs(self._folder, self._key, self.programs, strategy=self.strategy,
+                          module=self.path and self.path.name,
+                          on_tape=[p.name for p in self._on_tape])
         self._batches = self._batch_kernels
         if self.backend == "numba":  # serial kernels that release the GIL: threads split rows
             self._batches = {p.name: functools.partial(run_batch, self._batch_kernels[p.name],
@@ -202,7 +157,8 @@ class CompiledFunction:
         a 10^5-step tape takes a while to print)."""
         return self._source if self.strategy == "straight" else self.module.source
 
-    def _choose_batch_kernels(self) -> dict[str, Callable[[np.ndarray, np.ndarray], None]]:
+    def _choose_batch_kernels(self, on_tape: list[str] | None = None
+                              ) -> dict[str, Callable[[np.ndarray, np.ndarray], None]]:
         """The module's batch kernels, except that a straight-line program too big for lane
         kernels, and heavy in exp/log/sin/cos/tanh..., runs its batches on the tape's lanes
         (SIMD vector math, nothing more to compile) instead of a loop over its row kernel.
@@ -212,10 +168,13 @@ class CompiledFunction:
         self._batch_tapes = None
         if self.backend != "numba" or self.strategy != "straight":
             return kernels
-        from .emit_numba_batch import uses_lanes
-        from .tape import lanes_beat_rows
+        if on_tape is None:  # not decided before (and kept)
+            from .emit_numba_batch import uses_lanes
+            from .tape import lanes_beat_rows
 
-        self._on_tape = [p for p in self.programs if not uses_lanes(p) and lanes_beat_rows(p)]
+            on_tape = [p.name for p in self.programs
+                       if not uses_lanes(p) and lanes_beat_rows(p)]
+        self._on_tape = [p for p in self.programs if p.name in on_tape]
         for p in self._on_tape:
             def on_tape(X: np.ndarray, OUT: np.ndarray, _name: str = p.name + "_batch") -> None:
                 getattr(self.batch_tapes, _name)(X, OUT)
@@ -229,10 +188,23 @@ class CompiledFunction:
         """The TapeModule running the batches of programs chosen for the tape's lanes (None if
         there are none); dask_support ships it beside the source."""
         if self._batch_tapes is None and self._on_tape:
-            from .tape import build_tape_module
-
-            self._batch_tapes = build_tape_module(self._on_tape)
+            self._batch_tapes = self._tape_module(self._on_tape)
         return self._batch_tapes
+
+    def _tape_module(self, programs: Sequence[Program]) -> Any:
+        """The TapeModule of `programs`, their tapes read back from the cache folder, or built
+        (and kept there)."""
+        from .tape import build_tape
+        from .tape_module import TapeModule
+
+        tapes = []
+        for program in programs:
+            tape = load_tape(self._folder, self._key, program)
+            if tape is None:
+                tape = bulk(build_tape)(program)
+                save_tape(self._folder, self._key, tape)
+            tapes.append(tape)
+        return TapeModule(tapes)
 
     def kernels(self, name: str = "value_grad") -> tuple[Callable, Callable]:
         """The raw kernels behind the methods, for program `name` (``value``, ``value_grad``,

@@ -101,7 +101,7 @@ def _evaluate(args: argparse.Namespace, command: str) -> str:
 
 
 def cmd_codegen(args: argparse.Namespace) -> str | None:
-    from .api import generate_source
+    from .pipeline import generate_source
 
     names, exprs = read_expressions(args, "many")
     scalar = len(exprs) == 1
@@ -191,7 +191,7 @@ def _positive(text: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .api import __version__
+    from .pipeline import __version__
 
     formatter = argparse.RawDescriptionHelpFormatter
     parser = argparse.ArgumentParser(

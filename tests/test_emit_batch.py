@@ -26,7 +26,6 @@ import pytest
 import symgraph as sg
 from symgraph import emit_numba
 from symgraph import vecmath as vm
-from symgraph.api import build_programs, render_source
 from symgraph.compiler import load_source
 from symgraph.emit_numba_batch import (
     BLOCK,
@@ -40,6 +39,7 @@ from symgraph.emit_numba_batch import (
 )
 from symgraph.graph import apply, const
 from symgraph.ops import OPS
+from symgraph.pipeline import build_programs, render_source
 from tests import corpus
 
 EDGES = [0.0, -0.0, math.inf, -math.inf, math.nan, 1e308, -1e308, 5e-324, -2.2e-308, 1.0,
@@ -187,7 +187,7 @@ def test_batch_kernel_choice_and_the_api_on_awkward_inputs(use_kernel):
 
 def test_lane_source_is_byte_identical_across_hash_seeds():
     script = textwrap.dedent("""
-        from symgraph.api import build_programs
+        from symgraph.pipeline import build_programs
         from symgraph.emit_numba_batch import lane_kernel_lines
         from tests import corpus
         for built in (corpus.black_scholes(), corpus.mlp(2, 3, 3), corpus.random_dag(120)):

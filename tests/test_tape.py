@@ -24,10 +24,10 @@ from hypothesis import strategies as st
 
 import symgraph as sg
 from symgraph import tape_interpreter, tape_module
-from symgraph.api import build_programs
 from symgraph.emit_numba_batch import uses_lanes
 from symgraph.graph import apply, count_ops
 from symgraph.ops import OPS
+from symgraph.pipeline import build_programs
 from symgraph.schedule import Program, Step
 from symgraph.tape import (
     LANE_BUDGET,

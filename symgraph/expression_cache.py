@@ -1,0 +1,116 @@
+"""What `compile` derives from an expression, kept on disk so that compiling it again skips
+differentiation, scheduling, code generation and tape building.
+
+The key is the expression's structural digest (every node carries one), the arguments, the
+options, and a fingerprint of symgraph's own source, so any change to symgraph makes new
+records. A record holds the programs (JSON: steps are strings) and the name of the generated
+module; tapes are kept beside it as .npz arrays. Files are written atomically and anything
+unreadable counts as absent, so the worst a damaged cache costs is the work it would have saved.
+Programs longer than `MAX_RECORD_STEPS` are not kept: writing them would cost more than it saves.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .graph import Node
+from .schedule import Program, Step
+
+if TYPE_CHECKING:
+    from .tape_module import Tape
+
+FORMAT = 1
+MAX_RECORD_STEPS = 100_000
+_TAPE_ARRAYS = ("opcodes", "operands", "targets", "blocks", "constants", "outputs", "step_of")
+
+
+@functools.lru_cache(maxsize=1)
+def code_fingerprint() -> str:
+    """A digest of symgraph's own modules: records made by other code are never read."""
+    digest = hashlib.sha256()
+    for path in sorted(Path(__file__).parent.glob("*.py")):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+def expression_key(outputs: Sequence[Node], args: Sequence[Node], wrt: Sequence[Node],
+                   **options: Any) -> str:
+    digest = hashlib.sha256(f"{FORMAT}\0{code_fingerprint()}\0".encode())
+    digest.update(json.dumps(options, sort_keys=True).encode())
+    for group in (outputs, args, wrt):
+        digest.update(b"\1" + b"".join(node.digest for node in group))
+    return digest.hexdigest()[:32]
+
+
+def _write_atomically(path: Path, write: Callable[[Any], None], mode: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
+    try:
+        with os.fdopen(fd, mode) as handle:
+            write(handle)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def save_programs(folder: Path, key: str, programs: Sequence[Program], **extra: Any) -> None:
+    """Keep `programs` (and `extra`, JSON values) under `key`, unless they are too long."""
+    if sum(len(p.steps) for p in programs) > MAX_RECORD_STEPS:
+        return
+    record = {"programs": [{"name": p.name, "inputs": p.inputs, "steps": p.steps,
+                            "outputs": p.outputs} for p in programs], **extra}
+    text = json.dumps(record, separators=(",", ":"))
+    _write_atomically(folder / f"expr_{key}.json",
+                      lambda handle: handle.write(text.encode()), "wb")
+
+
+def load_programs(folder: Path, key: str) -> tuple[list[Program], dict] | None:
+    """The programs kept under `key` and the record's other entries, or None."""
+    try:
+        record = json.loads((folder / f"expr_{key}.json").read_bytes())
+        programs = [Program(p["name"], tuple(p["inputs"]),
+                            tuple(Step(t, op, tuple(operands), note)
+                                  for t, op, operands, note in p["steps"]),
+                            tuple((label, operand) for label, operand in p["outputs"]))
+                    for p in record.pop("programs")]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return programs, record
+
+
+def _tape_path(folder: Path, key: str, name: str) -> Path:
+    return folder / f"tape_{key}_{name}.npz"
+
+
+def save_tape(folder: Path, key: str, tape: Tape) -> None:
+    if len(tape.steps) > MAX_RECORD_STEPS:
+        return
+    arrays = {name: getattr(tape, name) for name in _TAPE_ARRAYS}
+    arrays["n_registers"] = np.array(tape.n_registers)
+    _write_atomically(_tape_path(folder, key, tape.name),
+                      lambda handle: np.savez(handle, **arrays), "wb")
+
+
+def load_tape(folder: Path, key: str, program: Program) -> Tape | None:
+    """The tape of `program` kept under `key`, or None."""
+    try:
+        with np.load(_tape_path(folder, key, program.name)) as data:
+            arrays = {name: data[name] for name in _TAPE_ARRAYS}
+            n_registers = int(data["n_registers"])
+    except (OSError, ValueError, KeyError):
+        return None
+    from .tape_module import Tape  # imports the interpreter: only when a tape is wanted
+
+    return Tape(program.name, tuple(program.inputs),
+                tuple(label for label, _ in program.outputs), n_registers, steps=program.steps,
+                **arrays)

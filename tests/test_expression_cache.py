@@ -1,0 +1,96 @@
+"""Compiling an expression again reads its programs, module and tapes back from the cache
+folder (symgraph.expression_cache) instead of differentiating and generating code, with the
+same kernels and numbers; a damaged or incomplete record is rebuilt."""
+
+import numpy as np
+import pytest
+
+import symgraph as sg
+from symgraph import api, expression_cache, tape
+
+x, y = sg.symbols("x y")
+EXPR = sg.exp(x * y) + x**3 / y + sg.sin(y)
+POINT = (0.7, 1.3)
+X = np.random.default_rng(3).random((50, 2)) + 0.5
+
+
+def _records(folder):
+    return sorted(folder.glob("expr_*.json"))
+
+
+def _no_rebuilding(monkeypatch):
+    def fail(*_, **__):
+        raise AssertionError("rebuilt what the cache holds")
+
+    monkeypatch.setattr(api, "build_programs", fail)
+    monkeypatch.setattr(tape, "build_tape", fail)
+
+
+@pytest.mark.parametrize("backend", ["numba", "python"])
+def test_compiling_again_reads_programs_and_module_back_without_differentiating(
+        tmp_path, monkeypatch, backend):
+    first = sg.compile(EXPR, [x, y], cache_dir=tmp_path, backend=backend)
+    assert len(_records(tmp_path)) == 1
+    _no_rebuilding(monkeypatch)
+    again = sg.compile(EXPR, [x, y], cache_dir=tmp_path, backend=backend)
+    assert again.programs == first.programs
+    assert again.source == first.source and again.path == first.path
+    assert again.value_and_grad(*POINT)[0] == first.value_and_grad(*POINT)[0]
+    np.testing.assert_array_equal(again.value_and_grad(X)[1], first.value_and_grad(X)[1])
+
+
+def test_tapes_are_read_back_and_print_as_before(tmp_path, monkeypatch):
+    first = sg.compile(EXPR, [x, y], cache_dir=tmp_path, strategy="tape")
+    expected = first.value_and_grad(X)
+    assert list(tmp_path.glob("tape_*.npz"))
+    _no_rebuilding(monkeypatch)
+    again = sg.compile(EXPR, [x, y], cache_dir=tmp_path, strategy="tape")
+    assert again.strategy == "tape" and again.source == first.source
+    for got, want in zip(again.value_and_grad(X), expected):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_arguments_and_options_each_have_their_own_record(tmp_path):
+    variants = [dict(args=[x, y]), dict(args=[y, x]), dict(args=[x, y], wrt=[x]),
+                dict(args=[x, y], hessian=True), dict(args=[x, y], backend="python"),
+                dict(args=[x, y], strategy="tape")]
+    for _ in range(2):  # built, then read back: each variant must find its own record
+        for options in variants:
+            fn = sg.compile(EXPR, cache_dir=tmp_path, **options)
+            a, b = POINT if options["args"][0] is x else POINT[::-1]
+            value, grad = fn.value_and_grad(a, b)
+            assert grad.shape == (len(options.get("wrt", options["args"])),)
+            assert value == pytest.approx(np.exp(0.7 * 1.3) + 0.7**3 / 1.3 + np.sin(1.3))
+        assert len(_records(tmp_path)) == len(variants)
+    assert sg.compile([EXPR, x * y], [x, y], cache_dir=tmp_path).jacobian(*POINT).shape == (2, 2)
+
+
+def test_a_damaged_record_is_rebuilt_and_replaced(tmp_path):
+    first = sg.compile(EXPR, [x, y], cache_dir=tmp_path)
+    [record] = _records(tmp_path)
+    record.write_text('{"programs": [["not", "a program"]]')
+    again = sg.compile(EXPR, [x, y], cache_dir=tmp_path)
+    assert again.programs == first.programs
+    assert expression_cache.load_programs(tmp_path, record.stem[len("expr_"):]) is not None
+
+
+def test_a_record_whose_module_file_is_gone_is_rebuilt(tmp_path):
+    first = sg.compile(EXPR, [x, y], cache_dir=tmp_path)
+    first.path.unlink()
+    again = sg.compile(EXPR, [x, y], cache_dir=tmp_path)
+    assert again.path.read_text() == first.source
+    assert again.value_and_grad(*POINT)[0] == first.value_and_grad(*POINT)[0]
+
+
+def test_records_are_keyed_by_symgraphs_own_code(tmp_path, monkeypatch):
+    sg.compile(EXPR, [x, y], cache_dir=tmp_path)
+    monkeypatch.setattr(expression_cache, "code_fingerprint", lambda: "another symgraph")
+    sg.compile(EXPR, [x, y], cache_dir=tmp_path)
+    assert len(_records(tmp_path)) == 2
+
+
+def test_programs_too_long_to_be_worth_keeping_are_not_kept(tmp_path, monkeypatch):
+    monkeypatch.setattr(expression_cache, "MAX_RECORD_STEPS", 3)
+    fn = sg.compile(EXPR, [x, y], cache_dir=tmp_path, strategy="tape")
+    fn.value_and_grad(X)
+    assert not _records(tmp_path) and not list(tmp_path.glob("tape_*.npz"))
