@@ -268,7 +268,7 @@ _func("sigmoid", lambda x: 1.0 / (1.0 + np.exp(-x)), lambda x, out: out * (1.0 -
       latex=r"\sigma\left({0}\right)", sympy=lambda sp, x: 1 / (1 + sp.exp(-x)))
 _func("softplus", lambda x: np.maximum(x, 0.0) + np.log1p(np.exp(-np.abs(x))),
       lambda x, out: x.call("sigmoid"),
-      py="(max({0}, 0.0) + math.log1p(math.exp(-abs({0}))))",
+      py="(({0} if {0} > 0.0 else 0.0) + math.log1p(math.exp(-abs({0}))))",
       np_="(np.maximum({0}, 0.0) + np.log1p(np.exp(-np.abs({0}))))",
       latex=r"\operatorname{{softplus}}\left({0}\right)", sympy=lambda sp, x: sp.log(1 + sp.exp(x)))
 

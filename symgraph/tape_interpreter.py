@@ -165,7 +165,7 @@ def apply(op, a, b, c):  # noqa: C901 - one flat dispatch is the point
     elif op == SINH:
         r = math.sinh(a)
     elif op == SOFTPLUS:
-        r = (max(a, 0.0) + math.log1p(math.exp(-abs(a))))
+        r = ((a if a > 0.0 else 0.0) + math.log1p(math.exp(-abs(a))))
     elif op == TAN:
         r = math.tan(a)
     else:
@@ -181,9 +181,13 @@ MAX_BLOCK = 256  # instructions a vector block gathers at most (its buffer's len
 SIMD = 8  # doubles per vector register (AVX-512); a multiple of narrower widths
 
 
+_IS_VECTOR = np.zeros(len(INSTRUCTION_NAMES), np.bool_)  # a constant array in compiled code
+_IS_VECTOR[list(VECTOR_OPCODES)] = True
+
+
 @njit(error_model="numpy", inline="always")
 def is_vector(op):
-    return op in VECTOR_OPCODES
+    return _IS_VECTOR[op]  # (`op in VECTOR_OPCODES` would link Numba's list code)
 
 
 @njit(error_model="numpy", inline="always")
@@ -314,13 +318,24 @@ def run(opcodes, operands, targets, blocks, regs, gathered):
                                                     regs[np.uint32(operands[i, 2])])
 
 
-@njit(cache=True, error_model="numpy", nogil=True)
-def run_row(opcodes, operands, targets, blocks, constants, outputs, n_registers, x, out):
-    """One point: inputs `x` (n_inputs,), results into `out` (len(outputs),)."""
-    regs = np.empty(n_registers + 2 * MAX_BLOCK)  # the tail is the vector blocks' buffers
+@njit(error_model="numpy", inline="always")
+def _load(regs, x, constants):
+    # Loops, not slice assignments: their shape check's error message needs Numba's string code.
     n = x.shape[0]
-    regs[:n] = x
-    regs[n:n + constants.shape[0]] = constants
+    for k in range(n):
+        regs[k] = x[k]
+    for k in range(constants.shape[0]):
+        regs[n + k] = constants[k]
+
+
+@njit(cache=True, error_model="numpy", nogil=True)
+def run_row(opcodes, operands, targets, blocks, constants, outputs, n_registers, x, out, regs):
+    """One point: inputs `x` (n_inputs,), results into `out` (len(outputs),); `regs` has
+    n_registers + 2 * MAX_BLOCK floats (the tail: the vector blocks' buffers).
+
+    The entry points allocate nothing and call no generic builtins (min, max): machine code that
+    does refers to Numba modules (for their error messages), which then load with it."""
+    _load(regs, x, constants)
     run(opcodes, operands, targets, blocks, regs, regs[n_registers:])
     for k in range(outputs.shape[0]):
         out[k] = regs[outputs[k]]
@@ -354,7 +369,9 @@ def run_lanes(opcodes, operands, targets, blocks, regs, lanes):
         elif op == SINCOS:
             scratch = regs[regs.shape[0] - 1]  # a row of its own: no overlap for LLVM to check
             for i in range(s, e):
-                scratch[:lanes] = regs[np.uint32(operands[i, 0])][:lanes]
+                a = regs[np.uint32(operands[i, 0])]
+                for j in range(lanes):  # (a slice copy would link Numba's string code)
+                    scratch[j] = a[j]
                 _sincos(scratch, regs[np.uint32(targets[i])], regs[np.uint32(operands[i, 2])],
                         lanes)
         elif is_vector(op):
@@ -413,17 +430,17 @@ def _binary_in_place(op, t, b, n):
 
 @njit(cache=True, error_model="numpy", nogil=True)
 def run_batch(opcodes, operands, targets, blocks, constants, outputs, n_registers, X, OUT,
-              width):
-    """Rows of `X` (N, n_inputs) into rows of `OUT` (N, len(outputs)), `width` points at a
-    time in one register file allocated once: no point allocates. Serial and without the GIL:
+              regs):
+    """Rows of `X` (N, n_inputs) into rows of `OUT` (N, len(outputs)), as many points at a
+    time as `regs` (n_registers + 1, width) has columns: the caller's register file, so no
+    point allocates (its last row is scratch for sincos). Serial and without the GIL:
     `symgraph.batching` runs parts of a batch on several threads."""
-    rows, n = X.shape[0], X.shape[1]
-    width = max(1, min(width, rows))
-    regs = np.empty((n_registers + 1, width))  # the last row: scratch for sincos
+    rows, n, width = X.shape[0], X.shape[1], regs.shape[1]
     for k in range(constants.shape[0]):
-        regs[n + k, :] = constants[k]  # constants are never overwritten
+        for j in range(width):
+            regs[n + k, j] = constants[k]  # constants are never overwritten
     for first in range(0, rows, width):
-        lanes = min(width, rows - first)
+        lanes = width if rows - first > width else rows - first
         for j in range(lanes):
             for k in range(n):
                 regs[k, j] = X[first + j, k]
@@ -434,13 +451,12 @@ def run_batch(opcodes, operands, targets, blocks, constants, outputs, n_register
 
 
 @njit(cache=True, error_model="numpy", nogil=True)
-def run_points(opcodes, operands, targets, blocks, constants, outputs, n_registers, X, OUT):
-    """`run_batch` one point at a time, on one register file: for tapes too big for lanes."""
-    n = X.shape[1]
-    regs = np.empty(n_registers + 2 * MAX_BLOCK)
-    regs[n:n + constants.shape[0]] = constants
+def run_points(opcodes, operands, targets, blocks, constants, outputs, n_registers, X, OUT,
+               regs):
+    """`run_batch` one point at a time, on one register file (`regs` as for `run_row`): for
+    tapes too big for lanes."""
     for i in range(X.shape[0]):
-        regs[:n] = X[i]
+        _load(regs, X[i], constants)
         run(opcodes, operands, targets, blocks, regs, regs[n_registers:])
         for k in range(outputs.shape[0]):
             OUT[i, k] = regs[outputs[k]]

@@ -15,7 +15,14 @@ from .naming import comment_text
 from .numba_cache import preload
 from .ops import OPS
 from .schedule import Step
-from .tape_interpreter import INSTRUCTION_NAMES, SINCOS, run_batch, run_points, run_row
+from .tape_interpreter import (
+    INSTRUCTION_NAMES,
+    MAX_BLOCK,
+    SINCOS,
+    run_batch,
+    run_points,
+    run_row,
+)
 
 LANE_BUDGET = 1 << 20  # float64 registers per thread in a batch (8 MB)
 
@@ -91,6 +98,7 @@ def tape_text(tape: Tape) -> str:
 
 def _row_kernel(tape: Tape):
     arrays, n, k = tape.arrays, tape.n_inputs, len(tape.outputs)
+    size = tape.n_registers + 2 * MAX_BLOCK  # the tail: the vector blocks' buffers
 
     def row(x, out) -> None:
         # One compiled signature for every call: C-contiguous float64 arrays (a tuple of floats
@@ -100,10 +108,10 @@ def _row_kernel(tape: Tape):
             raise ValueError(f"{tape.name}_row expects x of shape ({n},) and out of shape "
                              f"({k},), got {x.shape} and {np.shape(out)}")
         if _writable_c_float64(out):
-            run_row(*arrays, x, out)
+            run_row(*arrays, x, out, np.empty(size))
         else:
             result = np.empty(k)
-            run_row(*arrays, x, result)
+            run_row(*arrays, x, result, np.empty(size))
             out[...] = result
 
     row.__name__ = row.__qualname__ = f"{tape.name}_row"
@@ -120,10 +128,11 @@ def _batch_kernel(tape: Tape):
             raise ValueError(f"{tape.name}_batch expects X of shape (N, {n}) and OUT of shape "
                              f"(N, {k}), got {X.shape} and {np.shape(OUT)}")
         target = OUT if _writable_c_float64(OUT) else np.empty((X.shape[0], k))
-        if width > 1:
-            run_batch(*arrays, X, target, width)
+        if width > 1:  # a register file per call: each thread's part of a batch has its own
+            lanes = max(1, min(width, X.shape[0]))
+            run_batch(*arrays, X, target, np.empty((tape.n_registers + 1, lanes)))
         else:
-            run_points(*arrays, X, target)
+            run_points(*arrays, X, target, np.empty(tape.n_registers + 2 * MAX_BLOCK))
         if target is not OUT:
             OUT[...] = target
 
