@@ -180,6 +180,16 @@ def details_table(rows: Sequence[dict], workloads: Sequence[str], points: int) -
     return lines
 
 
+def _precompile_note(meta: dict) -> str:
+    seconds_taken = meta.get("symgraph_precompile_s")
+    if seconds_taken is None:
+        return ""
+    return (f" Before symgraph's cold setups, `symgraph precompile` compiled the tape "
+            f"interpreter into the run's empty Numba cache in {seconds_taken:.1f} s: once per "
+            "machine (and Numba/symgraph version), not per expression. Without it, the first "
+            "workload to use the tape (the MLP's batches) would add that to its cold setup.")
+
+
 def markdown(results: dict[str, Any]) -> str:
     meta = results["meta"]
     points, workloads = meta["batch"], meta["workloads"]
@@ -202,7 +212,7 @@ def markdown(results: dict[str, Any]) -> str:
            "value+gradient over value alone (1 core). Every peer's value and gradient matched "
            "symgraph's (relative 1e-8) before it was timed. 1-point: symgraph is called "
            "with a float for one input, else one float64 array (as the peers but SymPy are); "
-           "the floats spelling is in the detail table.", "",
+           "the floats spelling is in the detail table." + _precompile_note(meta), "",
            *main_table(rows, workloads, points, titles), "", "## Issue 5 targets", "",
            *targets(rows, workloads), "", "## symgraph in detail", "",
            *details_table(rows, workloads, points), ""]

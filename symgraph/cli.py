@@ -170,8 +170,22 @@ def _write_bytes(path: Path, data: bytes) -> None:
         raise
 
 
+def cmd_precompile(args: argparse.Namespace) -> str:
+    import time
+
+    from .tape import precompile
+
+    began = time.perf_counter()
+    compiled = precompile()
+    seconds = time.perf_counter() - began
+    if compiled == 0:
+        return f"the tape's Numba code was compiled already (loaded in {seconds:.2f} s)\n"
+    return (f"compiled the tape's Numba code ({compiled} functions) in {seconds:.1f} s, into "
+            "Numba's on-disk cache: no tape on this machine waits for it now\n")
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace], str | None]] = {
-    "diff": cmd_diff, "codegen": cmd_codegen, "graph": cmd_graph,
+    "diff": cmd_diff, "codegen": cmd_codegen, "graph": cmd_graph, "precompile": cmd_precompile,
     "grad": lambda a: _evaluate(a, "grad"), "hessian": lambda a: _evaluate(a, "hessian"),
     "jacobian": lambda a: _evaluate(a, "jacobian"),
 }
@@ -248,6 +262,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also draw the derivative graph (derivative nodes marked)")
     p.add_argument("--format", choices=["ascii", "dot", "svg", "png"], default="ascii",
                    help="ascii and dot always work; svg and png need Graphviz (default ascii)")
+    add("precompile", "compile symgraph's tape interpreter into Numba's cache now (~10 s, once "
+        "per machine), so the first big expression does not wait for it", [])
     return parser
 
 

@@ -348,3 +348,18 @@ def test_golden_outputs_are_consistent_with_each_other(capsys):
     namespace: dict = {}
     exec(compile(out, "<diff>", "exec"), namespace)  # our own generated code, not user text
     assert namespace["derivatives"](3.0, 2.0) == pytest.approx((12.0, 9.0 + math.cos(2.0)))
+
+
+def test_precompile_leaves_every_tape_entry_point_compiled_and_a_second_run_compiles_nothing(
+        capsys):
+    from symgraph import tape, tape_interpreter, tape_passes
+
+    code, out, _ = run_main(capsys, "precompile")
+    assert code == 0 and "compiled" in out
+    for function in (tape_passes.cluster_order, tape_passes.linear_scan,
+                     tape_passes.split_blocks, tape_interpreter.run_row,
+                     tape_interpreter.run_batch, tape_interpreter.run_points):
+        assert function.overloads, function.__name__
+    assert tape.precompile() == 0
+    code, out, _ = run_main(capsys, "precompile")
+    assert (code, out.startswith("the tape's Numba code was compiled already")) == (0, True)
