@@ -35,8 +35,11 @@ _TAPE_ARRAYS = ("opcodes", "operands", "targets", "blocks", "constants", "output
 
 @functools.lru_cache(maxsize=1)
 def code_fingerprint() -> str:
-    """A digest of symgraph's own modules: records made by other code are never read."""
-    digest = hashlib.sha256()
+    """A digest of symgraph's version and own modules: records made by other code are never
+    read."""
+    from .pipeline import __version__
+
+    digest = hashlib.sha256(__version__.encode())
     for path in sorted(Path(__file__).parent.glob("*.py")):
         digest.update(path.name.encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()

@@ -16,7 +16,10 @@ import threading
 
 import numpy as np
 
-MIN_BYTES = 1 << 20  # smaller arrays come from NumPy's allocator, which is fast for them
+# Smaller arrays come from NumPy's allocator: glibc serves them from its heap, reused without
+# page faults once its mmap threshold has adapted (it rises up to 32 MB), and pooling them only
+# adds the lease's ~10 us (measured: a 1.6 MB polynomial batch 0.65 -> 1.0 ns a point).
+MIN_BYTES = 32 << 20
 MAX_IDLE_BYTES = 512 << 20  # kept for reuse at most; a bigger block is never kept
 
 _idle: list[np.ndarray] = []  # blocks (uint8) no result refers to, most recently freed last

@@ -8,11 +8,12 @@ import pytest
 import symgraph as sg
 from symgraph import outputs
 
-BIG = (40_000, 10)  # 3.2 MB: above outputs.MIN_BYTES
+BIG = (40_000, 10)  # 3.2 MB
 
 
 @pytest.fixture(autouse=True)
-def empty_pool():
+def empty_pool(monkeypatch):
+    monkeypatch.setattr(outputs, "MIN_BYTES", 1 << 20)  # small blocks, quick tests
     outputs.release()
     yield
     outputs.release()
