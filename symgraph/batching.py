@@ -9,30 +9,44 @@ threads is Numba's (``numba.set_num_threads`` applies), and small batches stay o
 
 from __future__ import annotations
 
+import queue
 import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
 MIN_ROWS_PER_THREAD = 2048
-# Handing a part to another thread costs ~50-100 us; a part is worth it with this much work
-# (in op-table cost units per row times rows: ~0.3-1 ms), so tiny kernels stay on one thread.
-WORK_PER_THREAD = 4_000_000
+# Handing a part to another thread costs ~15 us back to back (a queue put, a wake-up, a
+# dispatch), more when the other CPU has gone idle; a part is worth it with this much work
+# (op-table cost units per row times rows: ~0.1-0.3 ms). Measured: the polynomial's 100,000
+# rows (70 us) took 92 us on two threads, so batches that small stay on one.
+WORK_PER_THREAD = 1_000_000
 
-_pool: ThreadPoolExecutor | None = None
-_pool_lock = threading.Lock()
+_workers: list[queue.SimpleQueue] = []  # each worker thread's inbox
+_workers_lock = threading.Lock()
 
 
-def _workers() -> ThreadPoolExecutor:
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            import numba
+def _serve(inbox: queue.SimpleQueue) -> None:
+    while True:
+        kernel, X, OUT, done = inbox.get()
+        try:
+            kernel(X, OUT)
+        except BaseException as error:  # noqa: BLE001 - handed to the caller, raised there
+            done.put(error)
+        else:
+            done.put(None)
 
-            _pool = ThreadPoolExecutor(max(1, numba.config.NUMBA_NUM_THREADS - 1),
-                                       thread_name_prefix="symgraph-batch")
-        return _pool
+
+def _inboxes(count: int) -> list[queue.SimpleQueue]:
+    """The inboxes of `count` worker threads (started on first need, then kept: daemons that
+    wait on a queue cost nothing). A concurrency.futures pool's hand-off took ~50 us."""
+    with _workers_lock:
+        while len(_workers) < count:
+            inbox: queue.SimpleQueue = queue.SimpleQueue()
+            threading.Thread(target=_serve, args=(inbox,), daemon=True,
+                             name=f"symgraph-batch-{len(_workers)}").start()
+            _workers.append(inbox)
+        return _workers[:count]
 
 
 def rows_per_thread(cost: int) -> int:
@@ -59,11 +73,13 @@ def run_batch(kernel: Callable[[np.ndarray, np.ndarray], None], X: np.ndarray,
         kernel(X, OUT)
         return
     bounds = [X.shape[0] * k // threads for k in range(threads + 1)]
-    pool = _workers()
-    pending = [pool.submit(kernel, X[a:b], OUT[a:b])
-               for a, b in zip(bounds[:-2], bounds[1:-1])]
+    done: queue.SimpleQueue = queue.SimpleQueue()
+    for inbox, a, b in zip(_inboxes(threads - 1), bounds[:-2], bounds[1:-1]):
+        inbox.put((kernel, X[a:b], OUT[a:b], done))
     try:
         kernel(X[bounds[-2]:], OUT[bounds[-2]:])
     finally:
-        for future in pending:
-            future.result()  # waits, and re-raises a worker's exception here
+        errors = [done.get() for _ in range(threads - 1)]  # waits for every part
+    for error in errors:
+        if error is not None:
+            raise error
