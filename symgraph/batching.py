@@ -21,6 +21,7 @@ MIN_ROWS_PER_THREAD = 2048
 # (op-table cost units per row times rows: ~0.1-0.3 ms). Measured: the polynomial's 100,000
 # rows (70 us) took 92 us on two threads, so batches that small stay on one.
 WORK_PER_THREAD = 1_000_000
+PARTS_PER_THREAD = 4
 
 _workers: list[queue.SimpleQueue] = []  # each worker thread's inbox
 _workers_lock = threading.Lock()
@@ -28,9 +29,9 @@ _workers_lock = threading.Lock()
 
 def _serve(inbox: queue.SimpleQueue) -> None:
     while True:
-        kernel, X, OUT, done = inbox.get()
+        task, done = inbox.get()
         try:
-            kernel(X, OUT)
+            task()
         except BaseException as error:  # noqa: BLE001 - handed to the caller, raised there
             done.put(error)
         else:
@@ -65,19 +66,34 @@ def thread_count(rows: int, min_rows: int = MIN_ROWS_PER_THREAD) -> int:
 
 def run_batch(kernel: Callable[[np.ndarray, np.ndarray], None], X: np.ndarray,
               OUT: np.ndarray, min_rows: int = MIN_ROWS_PER_THREAD) -> None:
-    """``kernel(X, OUT)`` with the rows split over threads, at least `min_rows` each; `kernel`
-    must release the GIL and treat rows independently. X and OUT are C-contiguous, so every
-    part is too."""
+    """``kernel(X, OUT)`` with the rows split over threads, at least `min_rows` a thread;
+    `kernel` must release the GIL and treat rows independently. X and OUT are C-contiguous, so
+    every part is too. The rows are cut into `PARTS_PER_THREAD` parts a thread, which the
+    threads take in turn until none is left: on a shared machine a thread that another process
+    holds up leaves its later parts to the others instead of holding up the whole batch."""
     threads = thread_count(X.shape[0], min_rows)
     if threads == 1:
         kernel(X, OUT)
         return
-    bounds = [X.shape[0] * k // threads for k in range(threads + 1)]
+    count = threads * PARTS_PER_THREAD
+    bounds = [X.shape[0] * k // count for k in range(count + 1)]
+    parts: queue.SimpleQueue = queue.SimpleQueue()
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        parts.put((a, b))
+
+    def take_parts() -> None:
+        while True:
+            try:
+                a, b = parts.get_nowait()
+            except queue.Empty:
+                return
+            kernel(X[a:b], OUT[a:b])
+
     done: queue.SimpleQueue = queue.SimpleQueue()
-    for inbox, a, b in zip(_inboxes(threads - 1), bounds[:-2], bounds[1:-1]):
-        inbox.put((kernel, X[a:b], OUT[a:b], done))
+    for inbox in _inboxes(threads - 1):
+        inbox.put((take_parts, done))
     try:
-        kernel(X[bounds[-2]:], OUT[bounds[-2]:])
+        take_parts()
     finally:
         errors = [done.get() for _ in range(threads - 1)]  # waits for every part
     for error in errors:

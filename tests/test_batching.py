@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import numba
 import numpy as np
@@ -12,26 +13,43 @@ import symgraph as sg
 from symgraph import batching
 
 
-def _recording_kernel(calls: list):
+def _recording_kernel(calls: list, pause: float = 0.0):
     def kernel(X, OUT):
         calls.append((threading.current_thread().name, X.shape[0], X.flags.c_contiguous))
+        time.sleep(pause)  # (releases the GIL, as the generated kernels do)
         OUT[:, 0] = X[:, 0] * 2.0 + X[:, 1]
 
     return kernel
 
 
-def test_a_large_batch_is_cut_into_contiguous_parts_one_per_thread():
+def test_a_large_batch_is_cut_into_contiguous_parts_that_every_thread_takes_from():
     calls: list = []
     X = np.arange(20_000.0).reshape(10_000, 2)
     OUT = np.full((10_000, 1), np.nan)
-    batching.run_batch(_recording_kernel(calls), X, OUT)
+    batching.run_batch(_recording_kernel(calls, pause=0.02), X, OUT)
     assert np.array_equal(OUT[:, 0], X[:, 0] * 2.0 + X[:, 1])
-    expected = min(numba.get_num_threads(), 10_000 // batching.MIN_ROWS_PER_THREAD)
-    assert len(calls) == expected
+    threads = min(numba.get_num_threads(), 10_000 // batching.MIN_ROWS_PER_THREAD)
+    assert len(calls) == (threads * batching.PARTS_PER_THREAD if threads > 1 else 1)
     assert sum(rows for _, rows, _ in calls) == 10_000
     assert all(contiguous for _, _, contiguous in calls)
-    if expected > 1:
-        assert len({name for name, _, _ in calls}) == expected  # really on other threads
+    if threads > 1:
+        assert len({name for name, _, _ in calls}) == threads  # really on other threads
+
+
+def test_a_thread_held_up_leaves_its_later_parts_to_the_others():
+    if batching.thread_count(10_000) == 1:
+        pytest.skip("one thread")
+    caller, calls = threading.current_thread().name, []
+
+    def kernel(X, OUT):
+        calls.append(threading.current_thread().name)
+        time.sleep(0.2 if threading.current_thread().name == caller else 0.01)
+        OUT[:] = 1.0
+
+    OUT = np.zeros((10_000, 1))
+    batching.run_batch(kernel, np.ones((10_000, 2)), OUT)
+    assert (OUT == 1.0).all()
+    assert calls.count(caller) < len(calls) // 2  # the slow caller took fewer parts
 
 
 @pytest.mark.parametrize("rows", [0, 1, 7, 2 * batching.MIN_ROWS_PER_THREAD - 1])
