@@ -2,9 +2,9 @@
 
 Generated Numba batch kernels are serial loops compiled with ``nogil=True``: Numba's
 ``parallel=True`` costs 0.3-0.65 s more compile per kernel (its parallel-loop machinery) for the
-same speed. Parallelism comes from here instead: the rows are cut into one contiguous part per
-thread and each part runs on its own thread, the last one on the caller's. The number of
-threads is Numba's (``numba.set_num_threads`` applies), and small batches stay on one thread.
+same speed. Parallelism comes from here instead: the rows are cut into contiguous parts, a few
+per thread, which persistent worker threads and the caller take in turn. The number of threads
+is Numba's (``numba.set_num_threads`` applies), and small batches stay on one thread.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def _serve(inbox: queue.SimpleQueue) -> None:
 
 def _inboxes(count: int) -> list[queue.SimpleQueue]:
     """The inboxes of `count` worker threads (started on first need, then kept: daemons that
-    wait on a queue cost nothing). A concurrency.futures pool's hand-off took ~50 us."""
+    wait on a queue cost nothing). A concurrent.futures pool's hand-off took ~50 us."""
     with _workers_lock:
         while len(_workers) < count:
             inbox: queue.SimpleQueue = queue.SimpleQueue()
