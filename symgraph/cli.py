@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
 import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -141,7 +140,9 @@ def cmd_graph(args: argparse.Namespace) -> str | None:
         sys.stdout.buffer.write(data)
         sys.stdout.buffer.flush()
         return None
-    _write_bytes(Path(args.output), data)
+    from .compiler import write_atomically
+
+    write_atomically(Path(args.output), data)
     print(f"{PROG}: wrote {args.output} (a PNG picture)", file=sys.stderr)
     return None
 
@@ -155,19 +156,6 @@ def _emit(args: argparse.Namespace, text: str, what: str) -> str | None:
     write_atomically(Path(args.output), text)
     print(f"{PROG}: wrote {args.output} ({what})", file=sys.stderr)
     return None
-
-
-def _write_bytes(path: Path, data: bytes) -> None:
-    # Same discipline as compiler.write_atomically, for binary data.
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
 
 
 def cmd_precompile(args: argparse.Namespace) -> str:

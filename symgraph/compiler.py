@@ -39,13 +39,13 @@ def source_digest(source: str) -> str:
     return hashlib.sha256(source.encode()).hexdigest()[:24]
 
 
-def write_atomically(path: Path, text: str) -> None:
-    """Write `text` to `path` so that no reader ever sees a partial file."""
+def write_atomically(path: Path, data: str | bytes) -> None:
+    """Write `data` (text as UTF-8) to `path` so that no reader ever sees a partial file."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".py")
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data.encode() if isinstance(data, str) else data)
         os.replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)

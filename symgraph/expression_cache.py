@@ -13,15 +13,15 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import io
 import json
-import os
-import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .compiler import write_atomically
 from .graph import Node
 from .schedule import Program, Step
 
@@ -54,27 +54,13 @@ def expression_key(outputs: Sequence[Node], args: Sequence[Node], wrt: Sequence[
     return digest.hexdigest()[:32]
 
 
-def _write_atomically(path: Path, write: Callable[[Any], None], mode: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
-    try:
-        with os.fdopen(fd, mode) as handle:
-            write(handle)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-
-
 def save_programs(folder: Path, key: str, programs: Sequence[Program], **extra: Any) -> None:
     """Keep `programs` (and `extra`, JSON values) under `key`, unless they are too long."""
     if sum(len(p.steps) for p in programs) > MAX_RECORD_STEPS:
         return
     record = {"programs": [{"name": p.name, "inputs": p.inputs, "steps": p.steps,
                             "outputs": p.outputs} for p in programs], **extra}
-    text = json.dumps(record, separators=(",", ":"))
-    _write_atomically(folder / f"expr_{key}.json",
-                      lambda handle: handle.write(text.encode()), "wb")
+    write_atomically(folder / f"expr_{key}.json", json.dumps(record, separators=(",", ":")))
 
 
 def load_programs(folder: Path, key: str) -> tuple[list[Program], dict] | None:
@@ -100,8 +86,9 @@ def save_tape(folder: Path, key: str, tape: Tape) -> None:
         return
     arrays = {name: getattr(tape, name) for name in _TAPE_ARRAYS}
     arrays["n_registers"] = np.array(tape.n_registers)
-    _write_atomically(_tape_path(folder, key, tape.name),
-                      lambda handle: np.savez(handle, **arrays), "wb")
+    data = io.BytesIO()
+    np.savez(data, **arrays)
+    write_atomically(_tape_path(folder, key, tape.name), data.getvalue())
 
 
 def load_tape(folder: Path, key: str, program: Program) -> Tape | None:
