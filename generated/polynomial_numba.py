@@ -206,6 +206,43 @@ def _compile_steps(context, builder, pointer, impls):
     return run
 
 
+# -- How threads share a batch ----------------------------------------------------------------
+# NAME_chunks(_X, _OUT, _claims) claims chunks of the batch one at a time (_claims[0]: the next
+# chunk), counts each chunk it finishes (_claims[1]), and returns once every chunk is finished,
+# or after a bounded wait for chunks other threads still run: it returns how many chunks are
+# unfinished (symgraph calls it again after yielding the CPU). Threads that call it with one
+# _claims array share the batch.
+
+
+def _claim_pointer(context, builder, signature, args):
+    ty, (claims, k) = signature.args[0], args
+    ary = context.make_array(ty)(context, builder, claims)
+    index = context.cast(builder, k, signature.args[1], types.intp)
+    return numba.core.cgutils.get_item_pointer(context, builder, ty, ary, [index])
+
+
+@numba.extending.intrinsic
+def _fetch_add(typingctx, claims, k):
+    """claims[k] += 1 in one atomic step (the other threads' writes before theirs are seen);
+    returns the value before."""
+    def lower(context, builder, signature, args):
+        one = context.get_constant(types.int64, 1)
+        return builder.atomic_rmw("add", _claim_pointer(context, builder, signature, args),
+                                  one, "acq_rel")
+
+    return types.int64(claims, k), lower
+
+
+@numba.extending.intrinsic
+def _load_acquire(typingctx, claims, k):
+    """claims[k], read atomically: the writes a thread made before its add are seen."""
+    def lower(context, builder, signature, args):
+        return builder.load_atomic(_claim_pointer(context, builder, signature, args),
+                                   "acquire", 8)
+
+    return types.int64(claims, k), lower
+
+
 def value_steps(_x, _out):
     x = _x[0]
     t0 = x * x  # x**2
@@ -223,9 +260,26 @@ def value_row(_x, _out):
 
 
 @njit(cache=True, error_model="numpy", nogil=True)
+def value_chunks(_X, _OUT, _claims):
+    _n = (_X.shape[0] + 2047) // 2048  # chunks of 2048 points
+    _c = _fetch_add(_claims, 0)
+    while _c < _n:
+        _end = _c * 2048 + 2048
+        if _end > _X.shape[0]:
+            _end = _X.shape[0]
+        for _i in range(_c * 2048, _end):
+            value_row(_X[_i], _OUT[_i])
+        _fetch_add(_claims, 1)
+        _c = _fetch_add(_claims, 0)
+    _spins = 0
+    while _load_acquire(_claims, 1) < _n and _spins < 65536:
+        _spins += 1  # other threads' chunks
+    return _n - _load_acquire(_claims, 1)
+
+
 def value_batch(_X, _OUT):
-    for _i in range(_X.shape[0]):
-        value_row(_X[_i], _OUT[_i])
+    """The whole batch on this thread."""
+    value_chunks(_X, _OUT, np.zeros(2, np.int64))
 
 
 def value_grad_steps(_x, _out):
@@ -247,9 +301,26 @@ def value_grad_row(_x, _out):
 
 
 @njit(cache=True, error_model="numpy", nogil=True)
+def value_grad_chunks(_X, _OUT, _claims):
+    _n = (_X.shape[0] + 2047) // 2048  # chunks of 2048 points
+    _c = _fetch_add(_claims, 0)
+    while _c < _n:
+        _end = _c * 2048 + 2048
+        if _end > _X.shape[0]:
+            _end = _X.shape[0]
+        for _i in range(_c * 2048, _end):
+            value_grad_row(_X[_i], _OUT[_i])
+        _fetch_add(_claims, 1)
+        _c = _fetch_add(_claims, 0)
+    _spins = 0
+    while _load_acquire(_claims, 1) < _n and _spins < 65536:
+        _spins += 1  # other threads' chunks
+    return _n - _load_acquire(_claims, 1)
+
+
 def value_grad_batch(_X, _OUT):
-    for _i in range(_X.shape[0]):
-        value_grad_row(_X[_i], _OUT[_i])
+    """The whole batch on this thread."""
+    value_grad_chunks(_X, _OUT, np.zeros(2, np.int64))
 
 
 def value_grad_hess_steps(_x, _out):
@@ -272,6 +343,23 @@ def value_grad_hess_row(_x, _out):
 
 
 @njit(cache=True, error_model="numpy", nogil=True)
+def value_grad_hess_chunks(_X, _OUT, _claims):
+    _n = (_X.shape[0] + 2047) // 2048  # chunks of 2048 points
+    _c = _fetch_add(_claims, 0)
+    while _c < _n:
+        _end = _c * 2048 + 2048
+        if _end > _X.shape[0]:
+            _end = _X.shape[0]
+        for _i in range(_c * 2048, _end):
+            value_grad_hess_row(_X[_i], _OUT[_i])
+        _fetch_add(_claims, 1)
+        _c = _fetch_add(_claims, 0)
+    _spins = 0
+    while _load_acquire(_claims, 1) < _n and _spins < 65536:
+        _spins += 1  # other threads' chunks
+    return _n - _load_acquire(_claims, 1)
+
+
 def value_grad_hess_batch(_X, _OUT):
-    for _i in range(_X.shape[0]):
-        value_grad_hess_row(_X[_i], _OUT[_i])
+    """The whole batch on this thread."""
+    value_grad_hess_chunks(_X, _OUT, np.zeros(2, np.int64))

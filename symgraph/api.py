@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from . import outputs
-from .batching import rows_per_thread, run_batch
+from .batching import rows_per_thread, run_batch, run_shared
 from .coerce import as_expression, as_symbols
 from .compiler import default_cache_dir, load_source
 from .expression_cache import expression_key, load_programs, load_tape, save_programs, save_tape
@@ -138,10 +138,8 @@ class CompiledFunction:
                           module=self.path and self.path.name,
                           on_tape=[p.name for p in self._on_tape])
         self._batches = self._batch_kernels
-        if self.backend == "numba":  # serial kernels that release the GIL: threads split rows
-            self._batches = {p.name: functools.partial(run_batch, self._batch_kernels[p.name],
-                                                       min_rows=rows_per_thread(p.cost))
-                             for p in self.programs}
+        if self.backend == "numba":  # kernels that release the GIL: threads share the rows
+            self._batches = {p.name: self._threaded_batch(p) for p in self.programs}
         self._hessian_function: CompiledFunction | None = None
         # Per-instance fast paths (they shadow the methods of the same name): one closure
         # between the caller and the kernel, with everything it needs bound in advance.
@@ -150,6 +148,15 @@ class CompiledFunction:
             self.value_and_grad = self._bind("value_grad", 1 + self._k, _VALUE_GRAD,
                                              "value_and_grad")
             self.grad = self._bind("value_grad", 1 + self._k, _GRAD, "grad")
+
+    def _threaded_batch(self, p: Program) -> Callable[[np.ndarray, np.ndarray], None]:
+        """Program `p`'s batches on Numba's threads: the module's chunk-claiming kernel, or
+        (tapes) the batch kernel on parts of the rows."""
+        chunks = getattr(self.module, p.name + "_chunks", None)
+        if chunks is not None and p.name not in {q.name for q in self._on_tape}:
+            return functools.partial(run_shared, chunks, min_rows=rows_per_thread(p.cost))
+        return functools.partial(run_batch, self._batch_kernels[p.name],
+                                 min_rows=rows_per_thread(p.cost))
 
     @property
     def source(self) -> str:

@@ -1,14 +1,19 @@
 """Run a batch kernel over the rows of a batch on several threads.
 
-Generated Numba batch kernels are serial loops compiled with ``nogil=True``: Numba's
-``parallel=True`` costs 0.3-0.65 s more compile per kernel (its parallel-loop machinery) for the
-same speed. Parallelism comes from here instead: the rows are cut into contiguous parts, a few
-per thread, which persistent worker threads and the caller take in turn. The number of threads
-is Numba's (``numba.set_num_threads`` applies), and small batches stay on one thread.
+Generated Numba batch kernels are loops compiled with ``nogil=True``: Numba's ``parallel=True``
+costs 0.3-0.65 s more compile per kernel (its parallel-loop machinery) for the same speed.
+Parallelism comes from here instead, with persistent worker threads. A generated module's
+``NAME_chunks`` kernel claims chunks of the batch itself (atomically, in compiled code), so
+`run_shared` only starts it on the workers and on the caller: no Python runs between chunks, and
+a worker that wakes late (tens of microseconds on a virtual machine) finds fewer chunks left
+instead of making the caller wait for it. Other kernels (the tape's) go through `run_batch`,
+which cuts the rows into parts that the threads take in turn. The number of threads is
+Numba's (``numba.set_num_threads`` applies), and small batches stay on one thread.
 """
 
 from __future__ import annotations
 
+import os
 import queue
 import threading
 from collections.abc import Callable
@@ -33,9 +38,14 @@ def _serve(inbox: queue.SimpleQueue) -> None:
         try:
             task()
         except BaseException as error:  # noqa: BLE001 - handed to the caller, raised there
-            done.put(error)
+            if done is None:  # nobody waits for this task: report it, keep serving
+                threading.excepthook(threading.ExceptHookArgs(
+                    (type(error), error, error.__traceback__, threading.current_thread())))
+            else:
+                done.put(error)
         else:
-            done.put(None)
+            if done is not None:
+                done.put(None)
 
 
 def _inboxes(count: int) -> list[queue.SimpleQueue]:
@@ -62,6 +72,26 @@ def thread_count(rows: int, min_rows: int = MIN_ROWS_PER_THREAD) -> int:
     import numba
 
     return max(1, min(numba.get_num_threads(), rows // min_rows))
+
+
+def run_shared(kernel: Callable[[np.ndarray, np.ndarray, np.ndarray], int], X: np.ndarray,
+               OUT: np.ndarray, min_rows: int = MIN_ROWS_PER_THREAD) -> None:
+    """``kernel(X, OUT, claims)`` (a generated ``NAME_chunks``) on the caller and on worker
+    threads, at least `min_rows` rows a thread, all sharing one `claims` array. The caller
+    returns once every chunk is finished; a worker that starts after all were claimed does
+    nothing. The kernel returns how many chunks other threads still run after a bounded wait:
+    then the caller yields its CPU (the thread it waits for may be waiting for one) and asks
+    again."""
+    claims = np.zeros(2, np.int64)  # the next chunk to claim, the chunks finished
+    threads = thread_count(X.shape[0], min_rows)
+    if threads > 1:
+        for inbox in _inboxes(threads - 1):
+            inbox.put((lambda: kernel(X, OUT, claims), None))
+    while kernel(X, OUT, claims):
+        _yield_cpu()
+
+
+_yield_cpu = getattr(os, "sched_yield", lambda: None)
 
 
 def run_batch(kernel: Callable[[np.ndarray, np.ndarray], None], X: np.ndarray,

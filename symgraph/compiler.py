@@ -73,5 +73,5 @@ def load_source(source: str, cache_dir: str | os.PathLike | None = None) -> tupl
         raise
     module.__source__ = source
     # The entry points' cached machine code, without Numba's per-process set-up.
-    preload(dispatchers_of(module, ("_row", "_batch")))
+    preload(dispatchers_of(module, ("_row", "_chunks")))
     return module, path

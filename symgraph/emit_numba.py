@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .emit_common import INDENT, module_header, output_lines, step_lines
-from .emit_numba_batch import JIT, batch_kernel_lines, vecmath_calls
+from .emit_numba_batch import JIT, SHARING, batch_kernel_lines, vecmath_calls
 from .schedule import Program
 
 # The lowering every generated module carries (so it stays standalone): the steps' syntax is
@@ -311,6 +311,7 @@ def emit_numba(programs: Sequence[Program], title: str, description: Sequence[st
                            "from numba import njit, types"])
     batches = [batch_kernel_lines(p) for p in programs]
     lines += LOWERING.rstrip("\n").split("\n")
+    lines += SHARING.rstrip("\n").split("\n")
     if any(line.startswith(f"_{p.name}_lanes = ") for p, b in zip(programs, batches) for line in b):
         lines += LANE_LOWERING.rstrip("\n").split("\n")
     used = vecmath_calls("\n".join(line for b in batches for line in b))

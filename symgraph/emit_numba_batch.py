@@ -37,6 +37,13 @@ row kernel's steps (libm; nan arguments give nan either way). So a point's resul
 depends on the other points of its batch. Tiny programs (loads and stores dominate) and large ones
 (Numba's compile time of the lane kernel grows much faster than its gain) keep the per-point
 loop over the row kernel.
+
+Either way the compiled entry point is ``NAME_chunks(_X, _OUT, _claims)``: it claims chunks of
+the batch one at a time (an atomic add on ``_claims[0]``), counts the chunks it finishes in
+``_claims[1]``, and returns once every chunk is finished. Threads that share one ``_claims``
+share the batch with no Python between chunks, and a thread that starts late takes only the
+chunks that are left: nobody waits for it (symgraph.batching). ``NAME_batch(_X, _OUT)`` is the
+whole batch on the calling thread.
 """
 
 from __future__ import annotations
@@ -50,12 +57,59 @@ from .ops import OPS, _int_exponent
 from .schedule import Program, Step
 
 JIT = '@njit(cache=True, error_model="numpy")'
-# Batch kernels are serial loops that release the GIL; api.run_batch splits a batch over
-# threads. Numba's `parallel=True` cost 0.3-0.65 s more compile per kernel for the same speed.
+# Batch kernels are loops over chunks that release the GIL; symgraph.batching shares a batch's
+# chunks between threads. Numba's `parallel=True` cost 0.3-0.65 s more compile per kernel.
 JIT_BATCH = '@njit(cache=True, error_model="numpy", nogil=True)'
 
 BLOCK = 64  # points per block (32-64 measured best): a slot is 512 bytes, slots stay in L1/L2
 CHUNK = 2048  # points per call of the lane code (a few blocks; its scratch is per call)
+# Rows a chunk of the per-point loop holds: about this much work (op-table cost units, ~20-50
+# us), so that threads share a batch evenly and a thread's last chunk is short.
+CHUNK_WORK = 200_000
+# Atomic-add iterations a call waits for chunks other threads still run before it returns
+# to Python, which yields the CPU and calls again (batching.run_shared): a thread held up by
+# another process is not spun for.
+SPINS = 1 << 16
+
+# Every Numba module with batch kernels carries these (it stays standalone).
+SHARING = '''
+
+# -- How threads share a batch ----------------------------------------------------------------
+# NAME_chunks(_X, _OUT, _claims) claims chunks of the batch one at a time (_claims[0]: the next
+# chunk), counts each chunk it finishes (_claims[1]), and returns once every chunk is finished,
+# or after a bounded wait for chunks other threads still run: it returns how many chunks are
+# unfinished (symgraph calls it again after yielding the CPU). Threads that call it with one
+# _claims array share the batch.
+
+
+def _claim_pointer(context, builder, signature, args):
+    ty, (claims, k) = signature.args[0], args
+    ary = context.make_array(ty)(context, builder, claims)
+    index = context.cast(builder, k, signature.args[1], types.intp)
+    return numba.core.cgutils.get_item_pointer(context, builder, ty, ary, [index])
+
+
+@numba.extending.intrinsic
+def _fetch_add(typingctx, claims, k):
+    """claims[k] += 1 in one atomic step (the other threads' writes before theirs are seen);
+    returns the value before."""
+    def lower(context, builder, signature, args):
+        one = context.get_constant(types.int64, 1)
+        return builder.atomic_rmw("add", _claim_pointer(context, builder, signature, args),
+                                  one, "acq_rel")
+
+    return types.int64(claims, k), lower
+
+
+@numba.extending.intrinsic
+def _load_acquire(typingctx, claims, k):
+    """claims[k], read atomically: the writes a thread made before its add are seen."""
+    def lower(context, builder, signature, args):
+        return builder.load_atomic(_claim_pointer(context, builder, signature, args),
+                                   "acquire", 8)
+
+    return types.int64(claims, k), lower
+'''
 # Above this, lanes cost 6-9 s more compile (1,200-step kernels) and gained nothing measurable:
 # the big vector loops spill, and libm calls (MLP's tanh, the nest) dominate anyway.
 MAX_STEPS = 400
@@ -210,20 +264,41 @@ def lane_kernel_lines(p: Program) -> list[str]:
                    f"{I2}{I1}{p.name}_steps(_X[_s + _j], _OUT[_s + _j])"] if limited else [])
     return lines + ["", "", f"_{p.name}_lanes = _lane_loops({p.name}_lanes, slots={count * BLOCK}, "
                     f"block={BLOCK}, chunk={CHUNK})", "", "",
-                    JIT_BATCH, f"def {p.name}_batch(_X, _OUT):",
-                    f"{I1}for _c in range((_X.shape[0] + {CHUNK - 1}) // {CHUNK}):",
-                    f"{I2}_{p.name}_lanes(_X, _OUT, _c)  # {p.name}_lanes on each block of "
-                    f"{BLOCK} points"]
+                    *_chunks_kernel(p, CHUNK, [f"_{p.name}_lanes(_X, _OUT, _c)  # {p.name}_lanes "
+                                               f"on each block of {BLOCK} points"])]
 
 
 def point_kernel_lines(p: Program) -> list[str]:
     """A loop calling the row kernel on each point."""
-    return [JIT_BATCH, f"def {p.name}_batch(_X, _OUT):",
-            f"{I1}for _i in range(_X.shape[0]):",
-            f"{I2}{p.name}_row(_X[_i], _OUT[_i])"]
+    rows = max(1, min(CHUNK, CHUNK_WORK // max(1, p.cost)))
+    return _chunks_kernel(p, rows, [f"_end = _c * {rows} + {rows}",
+                                    "if _end > _X.shape[0]:",
+                                    f"{I1}_end = _X.shape[0]",
+                                    f"for _i in range(_c * {rows}, _end):",
+                                    f"{I1}{p.name}_row(_X[_i], _OUT[_i])"])
+
+
+def _chunks_kernel(p: Program, rows: int, chunk: list[str]) -> list[str]:
+    """``NAME_chunks`` (`chunk`: the lines that run chunk _c, `rows` rows) and ``NAME_batch``."""
+    return [JIT_BATCH, f"def {p.name}_chunks(_X, _OUT, _claims):",
+            f"{I1}_n = (_X.shape[0] + {rows - 1}) // {rows}  # chunks of {rows} points",
+            f"{I1}_c = _fetch_add(_claims, 0)",
+            f"{I1}while _c < _n:",
+            *[I2 + line for line in chunk],
+            f"{I2}_fetch_add(_claims, 1)",
+            f"{I2}_c = _fetch_add(_claims, 0)",
+            f"{I1}_spins = 0",
+            f"{I1}while _load_acquire(_claims, 1) < _n and _spins < {SPINS}:",
+            f"{I2}_spins += 1  # other threads' chunks",
+            f"{I1}return _n - _load_acquire(_claims, 1)",
+            "", "",
+            f"def {p.name}_batch(_X, _OUT):",
+            f'{I1}"""The whole batch on this thread."""',
+            f"{I1}{p.name}_chunks(_X, _OUT, np.zeros(2, np.int64))"]
 
 
 def batch_kernel_lines(p: Program) -> list[str]:
-    """Source lines of ``{p.name}_batch(_X, _OUT)`` (and the ``{p.name}_lanes`` it calls):
-    rows of `_X` are points, rows of `_OUT` their outputs. Needs ``{p.name}_row`` beside it."""
+    """Source lines of ``{p.name}_chunks(_X, _OUT, _claims)`` and ``{p.name}_batch(_X, _OUT)``
+    (and the ``{p.name}_lanes`` they run): rows of `_X` are points, rows of `_OUT` their
+    outputs. Needs ``{p.name}_row`` beside it."""
     return lane_kernel_lines(p) if uses_lanes(p) else point_kernel_lines(p)

@@ -11,6 +11,7 @@ import pytest
 
 import symgraph as sg
 from symgraph import batching
+from tests import corpus
 
 
 def _recording_kernel(calls: list, pause: float = 0.0):
@@ -99,3 +100,111 @@ def test_cheap_kernels_need_more_rows_before_a_second_thread_pays():
     assert batching.rows_per_thread(5) > batching.rows_per_thread(500)
     assert batching.rows_per_thread(10**9) == batching.MIN_ROWS_PER_THREAD
     assert batching.thread_count(100_000, batching.rows_per_thread(5)) == 1
+
+
+# -- generated NAME_chunks kernels: threads share a batch through one claims array -----------
+
+
+def _chunked(kind: str) -> tuple:
+    """(chunks kernel, batch kernel, inputs) of a lane kernel or a per-point loop."""
+    x, y = sg.symbols("x y")
+    fn = sg.compile(*corpus.linear_mse(10)) if kind == "lanes" else sg.compile(x * y, [x, y])
+    assert ("_lanes(" in fn.source) == (kind == "lanes")
+    X = np.random.default_rng(5).uniform(-2.0, 2.0, size=(20_003, 2))
+    return fn.module.value_grad_chunks, fn.module.value_grad_batch, X
+
+
+@pytest.mark.parametrize("kind", ["lanes", "points"])
+def test_threads_sharing_one_claims_array_give_the_serial_batchs_bits(kind):
+    chunks, batch, X = _chunked(kind)
+    serial, shared = np.empty((X.shape[0], 3)), np.full((X.shape[0], 3), np.nan)
+    batch(X, serial)
+    claims = np.zeros(2, np.int64)
+    unfinished: list = []
+    threads = [threading.Thread(target=lambda: unfinished.append(chunks(X, shared, claims)))
+               for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    unfinished.append(chunks(X, shared, claims))
+    for thread in threads:
+        thread.join()
+    assert np.array_equal(shared, serial, equal_nan=True)
+    assert claims[1] == claims[0] - 4  # every chunk finished; each call's last claim failed
+    assert unfinished == [0, 0, 0, 0]
+
+
+@pytest.mark.parametrize("kind", ["lanes", "points"])
+def test_a_thread_that_comes_after_every_chunk_was_claimed_writes_nothing(kind):
+    chunks, _, X = _chunked(kind)
+    claims, OUT = np.zeros(2, np.int64), np.empty((X.shape[0], 3))
+    assert chunks(X, OUT, claims) == 0
+    late = np.full_like(OUT, np.nan)
+    assert chunks(X, late, claims) == 0
+    assert np.isnan(late).all()
+
+
+def test_a_call_waits_a_bounded_time_for_a_chunk_another_thread_holds():
+    chunks, _, X = _chunked("lanes")
+    OUT = np.full((X.shape[0], 3), np.nan)
+    n = chunks(X, OUT, np.zeros(2, np.int64)) or -(-X.shape[0] // 2048)
+    claims = np.array([n, n - 1])  # all claimed, one still running elsewhere
+    assert chunks(X, OUT, claims) == 1  # returns to let the caller yield, instead of hanging
+    claims[1] = n
+    assert chunks(X, OUT, claims) == 0
+
+
+def test_run_shared_calls_again_until_no_chunk_is_left_unfinished():
+    answers, seen = [2, 1, 0], []
+
+    def kernel(X, OUT, claims):
+        seen.append(threading.current_thread().name)
+        return answers.pop(0) if threading.current_thread().name == caller else 0
+
+    caller = threading.current_thread().name
+    batching.run_shared(kernel, np.ones((10, 2)), np.empty((10, 1)))  # small: one thread
+    assert seen == [caller] * 3 and answers == []
+
+
+def test_run_shared_starts_the_kernel_on_worker_threads_without_waiting_for_them():
+    if batching.thread_count(100_000) == 1:
+        pytest.skip("one thread")
+    started = threading.Event()
+    names: list = []
+
+    def kernel(X, OUT, claims):
+        names.append(threading.current_thread().name)
+        if threading.current_thread().name != caller:
+            started.set()
+            time.sleep(0.5)  # a worker still busy when the caller's call is over
+        return 0
+
+    caller = threading.current_thread().name
+    begin = time.perf_counter()
+    batching.run_shared(kernel, np.ones((100_000, 2)), np.empty((100_000, 1)))
+    assert time.perf_counter() - begin < 0.4  # the caller's kernel said every chunk was done
+    assert started.wait(5.0)
+    assert caller in names and any(name.startswith("symgraph-batch-") for name in names)
+
+
+def test_an_error_in_a_shared_task_is_reported_and_the_worker_keeps_serving(monkeypatch):
+    if batching.thread_count(100_000) == 1:
+        pytest.skip("one thread")
+    reported = threading.Event()
+    errors: list = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: (errors.append(args.exc_value),
+                                                               reported.set()))
+
+    def failing(X, OUT, claims):
+        if threading.current_thread().name != caller:
+            raise RuntimeError("worker failed")
+        return 0
+
+    caller = threading.current_thread().name
+    X, OUT = np.ones((100_000, 2)), np.empty((100_000, 1))
+    batching.run_shared(failing, X, OUT)
+    assert reported.wait(5.0) and str(errors[0]) == "worker failed"
+    ran = threading.Event()
+    batching.run_shared(lambda X, OUT, claims: ran.set() or 0, X, OUT)
+    assert ran.is_set()
+    batching.run_batch(lambda X, OUT: OUT.fill(1.0), X, OUT)  # the workers still serve
+    assert (OUT == 1.0).all()

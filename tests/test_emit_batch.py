@@ -230,7 +230,7 @@ def test_lane_loops_vectorise_without_fma_contraction(name, use_kernel):
     module, programs = lane_module((expr, args), hessian=False)
     X = points(len(args), 100, seed=3)
     module.value_grad_batch(X, np.empty((100, len(programs[1].outputs))))
-    asm = "\n".join(module.value_grad_batch.inspect_asm().values())
+    asm = "\n".join(module.value_grad_chunks.inspect_asm().values())
     assert "mulpd" in asm and "fmadd" not in asm and "fmsub" not in asm
 
 
