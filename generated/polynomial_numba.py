@@ -264,11 +264,9 @@ def value_chunks(_X, _OUT, _claims):
     _n = (_X.shape[0] + 2047) // 2048  # chunks of 2048 points
     _c = _fetch_add(_claims, 0)
     while _c < _n:
-        _end = _c * 2048 + 2048
-        if _end > _X.shape[0]:
-            _end = _X.shape[0]
-        for _i in range(_c * 2048, _end):
-            value_row(_X[_i], _OUT[_i])
+        _x, _o = _X[_c * 2048:_c * 2048 + 2048], _OUT[_c * 2048:_c * 2048 + 2048]
+        for _k in range(_x.shape[0]):
+            value_row(_x[_k], _o[_k])
         _fetch_add(_claims, 1)
         _c = _fetch_add(_claims, 0)
     _spins = 0
@@ -305,11 +303,9 @@ def value_grad_chunks(_X, _OUT, _claims):
     _n = (_X.shape[0] + 2047) // 2048  # chunks of 2048 points
     _c = _fetch_add(_claims, 0)
     while _c < _n:
-        _end = _c * 2048 + 2048
-        if _end > _X.shape[0]:
-            _end = _X.shape[0]
-        for _i in range(_c * 2048, _end):
-            value_grad_row(_X[_i], _OUT[_i])
+        _x, _o = _X[_c * 2048:_c * 2048 + 2048], _OUT[_c * 2048:_c * 2048 + 2048]
+        for _k in range(_x.shape[0]):
+            value_grad_row(_x[_k], _o[_k])
         _fetch_add(_claims, 1)
         _c = _fetch_add(_claims, 0)
     _spins = 0
@@ -347,11 +343,9 @@ def value_grad_hess_chunks(_X, _OUT, _claims):
     _n = (_X.shape[0] + 2047) // 2048  # chunks of 2048 points
     _c = _fetch_add(_claims, 0)
     while _c < _n:
-        _end = _c * 2048 + 2048
-        if _end > _X.shape[0]:
-            _end = _X.shape[0]
-        for _i in range(_c * 2048, _end):
-            value_grad_hess_row(_X[_i], _OUT[_i])
+        _x, _o = _X[_c * 2048:_c * 2048 + 2048], _OUT[_c * 2048:_c * 2048 + 2048]
+        for _k in range(_x.shape[0]):
+            value_grad_hess_row(_x[_k], _o[_k])
         _fetch_add(_claims, 1)
         _c = _fetch_add(_claims, 0)
     _spins = 0
