@@ -266,11 +266,12 @@ class CompiledFunction:
     def _bind(self, kernel: str, size: int, kind: int, name: str = "__call__"
               ) -> Callable[..., Any]:
         """The method `name`: `kind` of result from `kernel` at a point or batch, with fast
-        paths for the two spellings of a point the kernel takes as they are: floats, or one
-        float64 array (1-D, C-contiguous, aligned, writeable)."""
+        paths for the spellings the kernels take as they are: floats, or one float64 array
+        (1-D for a point, 2-D for a batch; C-contiguous, aligned, writeable)."""
         if kernel not in self._rows:
             kernel, size = "value", self._m
         row, run, n, shape = self._rows[kernel], self._run, self._n, (self._n,)
+        batch, batch_empty = self._batches[kernel], outputs.empty
         array, empty, ndarray, f64 = np.array, np.empty, np.ndarray, _F64
         # Numba's straight-line rows read every input before they write any output, so floats
         # can go in at the front of the array the results come back in (one allocation).
@@ -309,6 +310,11 @@ class CompiledFunction:
                 x = values[0]
                 if not (type(x) is ndarray and x.shape == shape and x.dtype is f64
                         and x.flags.carray and len(values) == 1):
+                    if (type(x) is ndarray and x.ndim == 2 and x.shape[1] == n
+                            and x.dtype is f64 and x.flags.carray and len(values) == 1):
+                        out = batch_empty((x.shape[0], size))  # a batch, as _run does it
+                        batch(x, out)
+                        return _finish_batch(out, kind)
                     return slow(values, named)
                 out = empty(size)
                 row.call(x, out)

@@ -12,6 +12,7 @@ view of it) holds a `_Lease`, whose release, when the last reference goes, hands
 
 from __future__ import annotations
 
+import math
 import threading
 
 import numpy as np
@@ -62,7 +63,7 @@ def _take(nbytes: int) -> np.ndarray | None:
 def empty(shape: tuple[int, ...]) -> np.ndarray:
     """An uninitialised float64 C-contiguous array, like ``np.empty(shape)``, with big ones
     made in a recycled block when one fits."""
-    nbytes = 8 * int(np.prod(shape))
+    nbytes = 8 * math.prod(shape)  # (np.prod of a tuple takes ~3 us)
     if nbytes < MIN_BYTES or nbytes > MAX_IDLE_BYTES:
         return np.empty(shape)
     block = _take(nbytes)

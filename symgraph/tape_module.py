@@ -107,6 +107,7 @@ def _row_kernel(tape: Tape):
         if x.shape != (n,) or np.shape(out) != (k,):
             raise ValueError(f"{tape.name}_row expects x of shape ({n},) and out of shape "
                              f"({k},), got {x.shape} and {np.shape(out)}")
+        preload(_ROW)  # on first use: a batch-only module never loads it
         if _writable_c_float64(out):
             run_row(*arrays, x, out, np.empty(size))
         else:
@@ -116,6 +117,10 @@ def _row_kernel(tape: Tape):
 
     row.__name__ = row.__qualname__ = f"{tape.name}_row"
     return row
+
+
+# The interpreter's entry points, loaded from Numba's cache without its set-up (numba_cache).
+_ROW, _LANES, _POINTS = (run_row,), (run_batch,), (run_points,)
 
 
 def _batch_kernel(tape: Tape):
@@ -128,6 +133,7 @@ def _batch_kernel(tape: Tape):
             raise ValueError(f"{tape.name}_batch expects X of shape (N, {n}) and OUT of shape "
                              f"(N, {k}), got {X.shape} and {np.shape(OUT)}")
         target = OUT if _writable_c_float64(OUT) else np.empty((X.shape[0], k))
+        preload(_LANES if width > 1 else _POINTS)  # ~10 ms each in a fresh process: as needed
         if width > 1:  # a register file per call: each thread's part of a batch has its own
             lanes = max(1, min(width, X.shape[0]))
             run_batch(*arrays, X, target, np.empty((tape.n_registers + 1, lanes)))
@@ -166,7 +172,6 @@ class TapeModule:
         self.tapes = {tape.name: tape for tape in tapes}
         self.path = path
         self._source: str | None = None
-        preload([run_row, run_batch, run_points])  # from Numba's cache, without its set-up
         for tape in tapes:
             setattr(self, f"{tape.name}_row", _row_kernel(tape))
             setattr(self, f"{tape.name}_batch", _batch_kernel(tape))
