@@ -266,6 +266,8 @@ def value_row(_x, _out):
 
 @njit(cache=True, error_model="numpy", nogil=True)
 def value_chunks(_X, _OUT, _claims):
+    if _X.shape[1] != 4 or _OUT.shape[1] != 1 or _OUT.shape[0] != _X.shape[0]:
+        return -1  # not this kernel's shapes
     _n = (_X.shape[0] + 2047) // 2048  # chunks of 2048 points
     _c = _fetch_add(_claims, 0)
     while _c < _n:
@@ -282,7 +284,9 @@ def value_chunks(_X, _OUT, _claims):
 
 def value_batch(_X, _OUT):
     """The whole batch on this thread."""
-    value_chunks(_X, _OUT, np.zeros(2, np.int64))
+    if value_chunks(_X, _OUT, np.zeros(2, np.int64)) < 0:
+        raise ValueError(f"value_batch needs _X of shape (N, 4) and _OUT of shape (N, 1), "
+                         f"got {_X.shape} and {_OUT.shape}")
 
 
 def value_grad_steps(_x, _out):
@@ -310,6 +314,8 @@ def value_grad_row(_x, _out):
 
 @njit(cache=True, error_model="numpy", nogil=True)
 def value_grad_chunks(_X, _OUT, _claims):
+    if _X.shape[1] != 4 or _OUT.shape[1] != 3 or _OUT.shape[0] != _X.shape[0]:
+        return -1  # not this kernel's shapes
     _n = (_X.shape[0] + 2047) // 2048  # chunks of 2048 points
     _c = _fetch_add(_claims, 0)
     while _c < _n:
@@ -326,4 +332,6 @@ def value_grad_chunks(_X, _OUT, _claims):
 
 def value_grad_batch(_X, _OUT):
     """The whole batch on this thread."""
-    value_grad_chunks(_X, _OUT, np.zeros(2, np.int64))
+    if value_grad_chunks(_X, _OUT, np.zeros(2, np.int64)) < 0:
+        raise ValueError(f"value_grad_batch needs _X of shape (N, 4) and _OUT of shape (N, 3), "
+                         f"got {_X.shape} and {_OUT.shape}")

@@ -81,14 +81,17 @@ def run_shared(kernel: Callable[[np.ndarray, np.ndarray, np.ndarray], int], X: n
     returns once every chunk is finished; a worker that starts after all were claimed does
     nothing. The kernel returns how many chunks other threads still run after a bounded wait:
     then the caller yields its CPU (the thread it waits for may be waiting for one) and asks
-    again."""
+    again. It returns -1 for arrays of the wrong shapes."""
     claims = np.zeros(2, np.int64)  # the next chunk to claim, the chunks finished
     threads = thread_count(X.shape[0], min_rows)
     if threads > 1:
         for inbox in _inboxes(threads - 1):
             inbox.put((lambda: kernel(X, OUT, claims), None))
-    while kernel(X, OUT, claims):
+    while (left := kernel(X, OUT, claims)) > 0:
         _yield_cpu()
+    if left < 0:
+        raise ValueError(f"{getattr(kernel, '__name__', 'the kernel')} does not take X of shape "
+                         f"{X.shape} and OUT of shape {OUT.shape}")
 
 
 _yield_cpu = getattr(os, "sched_yield", lambda: None)

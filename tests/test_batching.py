@@ -208,3 +208,24 @@ def test_an_error_in_a_shared_task_is_reported_and_the_worker_keeps_serving(monk
     assert ran.is_set()
     batching.run_batch(lambda X, OUT: OUT.fill(1.0), X, OUT)  # the workers still serve
     assert (OUT == 1.0).all()
+
+
+@pytest.mark.parametrize("kind", ["lanes", "points"])
+def test_a_batch_kernel_given_the_wrong_shapes_raises_instead_of_reading_past_the_rows(kind):
+    # Lane code addresses narrow rows with constant strides: the kernel checks the shapes.
+    chunks, batch, X = _chunked(kind)
+    with pytest.raises(ValueError, match=r"needs _X of shape \(N, 2\) and _OUT of shape"):
+        batch(np.ascontiguousarray(X[:, :1]), np.empty((X.shape[0], 3)))
+    with pytest.raises(ValueError, match="does not take"):
+        batching.run_shared(chunks, X, np.empty((X.shape[0] + 1, 3)))
+    with pytest.raises(ValueError, match="does not take"):
+        batching.run_shared(chunks, X, np.empty((X.shape[0], 2)))
+
+
+def test_lane_code_gives_the_same_bits_for_arrays_with_strides_of_their_own():
+    # Constant strides only for C-contiguous arrays; others compile with their own strides.
+    chunks, batch, X = _chunked("lanes")
+    contiguous, strided = np.empty((X.shape[0], 3)), np.empty((3, X.shape[0])).T
+    batch(X, contiguous)
+    batch(np.asfortranarray(X), strided)
+    assert np.array_equal(strided, contiguous)
