@@ -266,7 +266,7 @@ def value_row(_x, _out):
 
 @njit(cache=True, error_model="numpy", nogil=True)
 def value_chunks(_X, _OUT, _claims):
-    if _X.shape[1] != 4 or _OUT.shape[1] != 1 or _OUT.shape[0] != _X.shape[0]:
+    if _OUT.shape[0] != _X.shape[0] or _X.shape[1] < 4 or _OUT.shape[1] < 1:
         return -1  # not this kernel's shapes
     _n = (_X.shape[0] + 2047) // 2048  # chunks of 2048 points
     _c = _fetch_add(_claims, 0)
@@ -284,7 +284,8 @@ def value_chunks(_X, _OUT, _claims):
 
 def value_batch(_X, _OUT):
     """The whole batch on this thread."""
-    if value_chunks(_X, _OUT, np.zeros(2, np.int64)) < 0:
+    if (_X.shape[1:] != (4,) or _OUT.shape != (_X.shape[0], 1)
+            or value_chunks(_X, _OUT, np.zeros(2, np.int64)) < 0):
         raise ValueError(f"value_batch needs _X of shape (N, 4) and _OUT of shape (N, 1), "
                          f"got {_X.shape} and {_OUT.shape}")
 
@@ -314,7 +315,7 @@ def value_grad_row(_x, _out):
 
 @njit(cache=True, error_model="numpy", nogil=True)
 def value_grad_chunks(_X, _OUT, _claims):
-    if _X.shape[1] != 4 or _OUT.shape[1] != 3 or _OUT.shape[0] != _X.shape[0]:
+    if _OUT.shape[0] != _X.shape[0] or _X.shape[1] < 4 or _OUT.shape[1] < 3:
         return -1  # not this kernel's shapes
     _n = (_X.shape[0] + 2047) // 2048  # chunks of 2048 points
     _c = _fetch_add(_claims, 0)
@@ -332,6 +333,7 @@ def value_grad_chunks(_X, _OUT, _claims):
 
 def value_grad_batch(_X, _OUT):
     """The whole batch on this thread."""
-    if value_grad_chunks(_X, _OUT, np.zeros(2, np.int64)) < 0:
+    if (_X.shape[1:] != (4,) or _OUT.shape != (_X.shape[0], 3)
+            or value_grad_chunks(_X, _OUT, np.zeros(2, np.int64)) < 0):
         raise ValueError(f"value_grad_batch needs _X of shape (N, 4) and _OUT of shape (N, 3), "
                          f"got {_X.shape} and {_OUT.shape}")

@@ -272,7 +272,7 @@ def lane_kernel_lines(p: Program) -> list[str]:
     return lines + ["", "", f"_{p.name}_lanes = _lane_loops({p.name}_lanes, slots={count * BLOCK}, "
                     f"block={BLOCK}, chunk={CHUNK}, widths={widths})", "", "",
                     *_chunks_kernel(p, CHUNK, [f"_{p.name}_lanes(_X, _OUT, _c)  # {p.name}_lanes "
-                                               f"on each block of {BLOCK} points"])]
+                                               f"on each block of {BLOCK} points"], widths)]
 
 
 def point_kernel_lines(p: Program) -> list[str]:
@@ -286,11 +286,19 @@ def point_kernel_lines(p: Program) -> list[str]:
                                     f"{I1}{p.name}_row(_x[_k], _o[_k])"])
 
 
-def _chunks_kernel(p: Program, rows: int, chunk: list[str]) -> list[str]:
-    """``NAME_chunks`` (`chunk`: the lines that run chunk _c, `rows` rows) and ``NAME_batch``."""
+def _chunks_kernel(p: Program, rows: int, chunk: list[str], widths: dict[str, int] | None = None
+                   ) -> list[str]:
+    """``NAME_chunks`` (`chunk`: the lines that run chunk _c, `rows` rows) and ``NAME_batch``.
+    The kernel checks that it stays inside the arrays: row lengths its lane code takes as
+    constants (`widths`) exactly, others as lower bounds. Once LLVM knew a wide row's exact
+    length, it copied rows with gathers and scatters (Rosenbrock-10: 9 -> 35 ns a point).
+    NAME_batch checks every shape exactly."""
+    n, m = len(p.inputs), len(p.outputs)
+    checks = ["_OUT.shape[0] != _X.shape[0]"] + [
+        f"{name}.shape[1] != {widths[name]}" if name in (widths or {}) else
+        f"{name}.shape[1] < {width}" for name, width in (("_X", n), ("_OUT", m))]
     return [JIT_BATCH, f"def {p.name}_chunks(_X, _OUT, _claims):",
-            f"{I1}if _X.shape[1] != {len(p.inputs)} or _OUT.shape[1] != {len(p.outputs)} or "
-            f"_OUT.shape[0] != _X.shape[0]:",
+            f"{I1}if {' or '.join(checks)}:",
             f"{I2}return -1  # not this kernel's shapes",
             f"{I1}_n = (_X.shape[0] + {rows - 1}) // {rows}  # chunks of {rows} points",
             f"{I1}_c = _fetch_add(_claims, 0)",
@@ -305,9 +313,10 @@ def _chunks_kernel(p: Program, rows: int, chunk: list[str]) -> list[str]:
             "", "",
             f"def {p.name}_batch(_X, _OUT):",
             f'{I1}"""The whole batch on this thread."""',
-            f"{I1}if {p.name}_chunks(_X, _OUT, np.zeros(2, np.int64)) < 0:",
-            f'{I2}raise ValueError(f"{p.name}_batch needs _X of shape (N, {len(p.inputs)}) and '
-            f'_OUT of shape (N, {len(p.outputs)}), "',
+            f"{I1}if (_X.shape[1:] != ({n},) or _OUT.shape != (_X.shape[0], {m})",
+            f"{I2}{I1}or {p.name}_chunks(_X, _OUT, np.zeros(2, np.int64)) < 0):",
+            f'{I2}raise ValueError(f"{p.name}_batch needs _X of shape (N, {n}) and _OUT of '
+            f'shape (N, {m}), "',
             f'{I2}                 f"got {{_X.shape}} and {{_OUT.shape}}")']
 
 

@@ -234,6 +234,21 @@ def test_lane_loops_vectorise_without_fma_contraction(name, use_kernel):
     assert "mulpd" in asm and "fmadd" not in asm and "fmsub" not in asm
 
 
+@pytest.mark.parametrize("built", [corpus.rosenbrock(10), corpus.linear_mse(6)],
+                         ids=["rosenbrock10", "linear_mse"])
+def test_lane_loops_copy_rows_without_gathers_or_scatters(built, use_kernel):
+    # Rows of up to MAX_CONSTANT_WIDTH columns are copied with interleaved vector loads and
+    # stores; wider rows (10 and 11 here) with scalar moves. Had LLVM learned a wide row's
+    # exact length, it would copy with gathers and scatters: Rosenbrock-10 took 4x as long.
+    use_kernel(lane_kernel_lines)
+    expr, args = built
+    module, programs = lane_module((expr, args), hessian=False)
+    X = points(len(args), 100, seed=4)
+    module.value_grad_batch(X, np.empty((100, len(programs[1].outputs))))
+    asm = "\n".join(module.value_grad_chunks.inspect_asm().values())
+    assert "gather" not in asm and "scatter" not in asm
+
+
 # -- vecmath in lane kernels ---------------------------------------------------------------------
 
 LANE_OPS = sorted(name for name, spec in OPS.items() if spec.lanes is not None)
