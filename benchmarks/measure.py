@@ -17,6 +17,7 @@ import numpy as np
 
 CHECK_RTOL = 1e-8
 CALL_TARGET_S = 0.02  # one timeit repeat of a 1-point call runs at least this long
+BATCH_TARGET_S = 0.05  # one repeat of a batch timing runs about this long (or one call)
 
 
 STAGE = [""]  # the setup stage running now, named in time-limit messages
@@ -82,13 +83,20 @@ def per_call(fn: Callable[[], object], repeats: int) -> Timing:
 
 
 def per_batch(fn: Callable[[], object], repeats: int, budget_s: float = 8.0) -> Timing:
-    """Seconds of one batch call, median and best of `repeats` after a warm-up call; fewer
-    repeats (at least one) when the calls are slow, so slow peers fit the run's time."""
+    """Seconds of one batch call, median and best of `repeats` after a warm-up call; each
+    repeat is the mean of as many calls as fill BATCH_TARGET_S (one for slow batches), so a
+    sub-millisecond batch is timed over a stretch long enough for the machine's other work to
+    average out. Fewer repeats (at least one) when the calls are slow, so slow peers fit the
+    run's time."""
     first, _ = stopwatch(fn)
+    number = max(1, min(1000, round(BATCH_TARGET_S / max(first, 1e-9))))
     times = []
     for _ in range(max(1, repeats)):
-        times.append(stopwatch(fn)[0])
-        if sum(times) + first > budget_s:
+        start = time.perf_counter()
+        for _ in range(number):
+            fn()
+        times.append((time.perf_counter() - start) / number)
+        if sum(times) * number + first > budget_s:
             break
     return Timing(statistics.median(times), min(times))
 

@@ -202,7 +202,9 @@ def markdown(results: dict[str, Any]) -> str:
            f"{meta['duration_s']:.0f} s in all ("
            + ", ".join(f"{k} {v:.0f} s" for k, v in meta.get("tool_seconds", {}).items())
            + ").", "",
-           f"Medians of {meta['repeats']} repeats. Batch = {points:,} points (value and "
+           f"Medians of {meta['repeats']} repeats (a batch repeat: the mean of as many calls "
+           f"as fill {meta.get('batch_target_s', 0.05) * 1000:.0f} ms, or one call). "
+           f"Batch = {points:,} points (value and "
            "gradient); '1 core' sets 1 thread (numba.set_num_threads, torch.set_num_threads, "
            "CasADi serial map; JAX: every thread pinned to one CPU). (×N) = symgraph is N "
            "times faster in the same run (below 1: the tool is ahead). Setup = build/convert "

@@ -33,6 +33,7 @@ if __package__ in (None, ""):  # `python benchmarks/run.py`: make the package im
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks import report  # noqa: E402
+from benchmarks.measure import BATCH_TARGET_S  # noqa: E402
 from benchmarks.peers import IMPORTS  # noqa: E402
 from benchmarks.worker import MARK  # noqa: E402
 from benchmarks.workloads import WORKLOADS  # noqa: E402
@@ -248,6 +249,7 @@ def meta(args: argparse.Namespace, argv: list[str] | None) -> dict:
             "machine": f"{os.cpu_count()} CPUs ({cpu}), {platform.system()} "
                        f"{platform.machine()}",
             "versions": versions, "repeats": args.repeats, "batch": args.batch,
+            "batch_target_s": BATCH_TARGET_S,
             "limit_s": args.limit, "workloads": args.workloads, "tools": args.tools,
             "titles": {n: WORKLOADS[n].title for n in args.workloads},
             "command": "python -m benchmarks.run" + "".join(

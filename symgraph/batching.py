@@ -13,7 +13,8 @@ Numba's (``numba.set_num_threads`` applies), and small batches stay on one threa
 
 from __future__ import annotations
 
-import os
+import contextlib
+import functools
 import queue
 import threading
 from collections.abc import Callable
@@ -27,6 +28,7 @@ MIN_ROWS_PER_THREAD = 2048
 # rows (70 us) took 92 us on two threads, so batches that small stay on one.
 WORK_PER_THREAD = 1_000_000
 PARTS_PER_THREAD = 4
+WAIT_S = 0.002  # how long the caller sleeps at a time for a worker's last chunk
 
 _workers: list[queue.SimpleQueue] = []  # each worker thread's inbox
 _workers_lock = threading.Lock()
@@ -79,22 +81,33 @@ def run_shared(kernel: Callable[[np.ndarray, np.ndarray, np.ndarray], int], X: n
     """``kernel(X, OUT, claims)`` (a generated ``NAME_chunks``) on the caller and on worker
     threads, at least `min_rows` rows a thread, all sharing one `claims` array. The caller
     returns once every chunk is finished; a worker that starts after all were claimed does
-    nothing. The kernel returns how many chunks other threads still run after a bounded wait:
-    then the caller yields its CPU (the thread it waits for may be waiting for one) and asks
-    again. It returns -1 for arrays of the wrong shapes."""
+    nothing. The kernel returns how many chunks other threads still run after a short spin:
+    then the caller sleeps until a worker's call ends and asks again. It returns -1 for
+    arrays of the wrong shapes."""
     claims = np.zeros(2, np.int64)  # the next chunk to claim, the chunks finished
+    ended: queue.SimpleQueue = queue.SimpleQueue()  # a worker's call of the kernel returned
     threads = thread_count(X.shape[0], min_rows)
     if threads > 1:
+        task = functools.partial(_share, kernel, X, OUT, claims, ended)
         for inbox in _inboxes(threads - 1):
-            inbox.put((lambda: kernel(X, OUT, claims), None))
+            inbox.put((task, None))
     while (left := kernel(X, OUT, claims)) > 0:
-        _yield_cpu()
+        # A worker still runs a chunk after the kernel's short spin: another process likely
+        # holds its CPU. Sleep rather than spin, so that this CPU goes idle and the scheduler
+        # can move the worker onto it (spinning here made such batches slower than one thread).
+        with contextlib.suppress(queue.Empty):
+            ended.get(timeout=WAIT_S)
     if left < 0:
         raise ValueError(f"{getattr(kernel, '__name__', 'the kernel')} does not take X of shape "
                          f"{X.shape} and OUT of shape {OUT.shape}")
 
 
-_yield_cpu = getattr(os, "sched_yield", lambda: None)
+def _share(kernel: Callable[[np.ndarray, np.ndarray, np.ndarray], int], X: np.ndarray,
+           OUT: np.ndarray, claims: np.ndarray, ended: queue.SimpleQueue) -> None:
+    try:
+        kernel(X, OUT, claims)
+    finally:
+        ended.put(None)
 
 
 def run_batch(kernel: Callable[[np.ndarray, np.ndarray], None], X: np.ndarray,

@@ -71,9 +71,9 @@ MAX_CONSTANT_WIDTH = 4
 # Rows a chunk of the per-point loop holds: about this much work (op-table cost units, ~20-50
 # us), so that threads share a batch evenly and a thread's last chunk is short.
 CHUNK_WORK = 200_000
-# Atomic-add iterations a call waits for chunks other threads still run before it returns
-# to Python, which yields the CPU and calls again (batching.run_shared): a thread held up by
-# another process is not spun for.
+# Reads of the finished count (~18 us) a call spends waiting for chunks other threads still
+# run before it returns to Python, which sleeps until a worker's call ends and calls again
+# (batching.run_shared): a thread held up by another process is not spun for.
 SPINS = 1 << 16
 
 # Every Numba module with batch kernels carries these (it stays standalone).
@@ -82,9 +82,9 @@ SHARING = '''
 # -- How threads share a batch ----------------------------------------------------------------
 # NAME_chunks(_X, _OUT, _claims) claims chunks of the batch one at a time (_claims[0]: the next
 # chunk), counts each chunk it finishes (_claims[1]), and returns once every chunk is finished,
-# or after a bounded wait for chunks other threads still run: it returns how many chunks are
-# unfinished (symgraph calls it again after yielding the CPU). Threads that call it with one
-# _claims array share the batch.
+# or after a short wait for chunks other threads still run: it returns how many chunks are
+# unfinished (symgraph sleeps until another thread's call ends, then calls it again). Threads
+# that call it with one _claims array share the batch.
 
 
 def _claim_pointer(context, builder, signature, args):
