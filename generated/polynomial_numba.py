@@ -209,9 +209,9 @@ def _compile_steps(context, builder, pointer, impls):
 # -- How threads share a batch ----------------------------------------------------------------
 # NAME_chunks(_X, _OUT, _claims) claims chunks of the batch one at a time (_claims[0]: the next
 # chunk), counts each chunk it finishes (_claims[1]), and returns once every chunk is finished,
-# or after a bounded wait for chunks other threads still run: it returns how many chunks are
-# unfinished (symgraph calls it again after yielding the CPU). Threads that call it with one
-# _claims array share the batch.
+# or after a short wait for chunks other threads still run: it returns how many chunks are
+# unfinished (symgraph sleeps until another thread's call ends, then calls it again). Threads
+# that call it with one _claims array share the batch.
 
 
 def _claim_pointer(context, builder, signature, args):
