@@ -217,7 +217,8 @@ class CompiledFunction:
         """The raw kernels behind the methods, for program `name` (``value``, ``value_grad``,
         ``value_jac``, ``value_grad_hess``): ``row(x, out)`` for one point and
         ``batch(X, OUT)`` for rows of points, writing into arrays you allocate (float64,
-        C-contiguous; `OUT` has a column per output). The batch runs on the calling thread."""
+        C-contiguous, not overlapping; `OUT` has a column per output). The batch runs on the
+        calling thread."""
         if name not in self._rows:
             raise KeyError(f"no program {name!r}; there are {sorted(self._rows)}")
         return getattr(self.module, name + "_row"), self._batch_kernels[name]
