@@ -39,7 +39,7 @@ def _serve(inbox: queue.SimpleQueue) -> None:
         task, done = inbox.get()
         try:
             task()
-        except BaseException as error:  # noqa: BLE001 - handed to the caller, raised there
+        except BaseException as error:  # noqa: BLE001 - raised by the caller, or reported
             if done is None:  # nobody waits for this task: report it, keep serving
                 threading.excepthook(threading.ExceptHookArgs(
                     (type(error), error, error.__traceback__, threading.current_thread())))
@@ -94,7 +94,7 @@ def run_shared(kernel: Callable[[np.ndarray, np.ndarray, np.ndarray], int], X: n
     while (left := kernel(X, OUT, claims)) > 0:
         # A worker still runs a chunk after the kernel's short spin: another process likely
         # holds its CPU. Sleep rather than spin, so that this CPU goes idle and the scheduler
-        # can move the worker onto it (spinning here made such batches slower than one thread).
+        # can move the worker onto it (a spinning caller would keep that CPU from it).
         with contextlib.suppress(queue.Empty):
             ended.get(timeout=WAIT_S)
     if left < 0:
