@@ -228,9 +228,9 @@ def _lane_loops(lanes, slots, block, chunk, widths):
     the stack. A loop of `if _F[_j]: NAME_steps(_X[_s + _j], _OUT[_s + _j])` lowers NAME_steps
     (the row kernel's steps) for the points flagged. `widths` maps "_X" and "_OUT" to their
     rows' lengths when these are small enough to address with constants (C-contiguous arrays of
-    that many columns, which the caller checks): LLVM then vectorises the loops that copy them
-    (interleaved loads and stores; ~20% of a small kernel's time), which it cannot do with the
-    arrays' own strides."""
+    that many columns, which the caller checks): LLVM then vectorises the loops that read and
+    write them (interleaved loads and stores), which it cannot do with the arrays' own
+    strides."""
 
     def typer(typingctx, x, out, c):
         if (isinstance(x, types.Array) and isinstance(out, types.Array) and x.ndim == 2 == out.ndim

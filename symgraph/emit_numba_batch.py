@@ -66,9 +66,9 @@ JIT_BATCH = '@njit(cache=True, error_model="numpy", nogil=True)'
 BLOCK = 64  # points per block (32-64 measured best): a slot is 512 bytes, slots stay in L1/L2
 CHUNK = 2048  # points per call of the lane code (a few blocks; its scratch is per call)
 # Rows of at most this many columns are addressed with constant strides in lane code: LLVM
-# vectorises their copies as interleaved loads and stores (linear MSE: 3.07 -> 2.54 ns a
-# point). Wider ones keep the arrays' strides: Rosenbrock-10's 10 and 11 columns went from
-# 8.3 to 34 ns a point with constants.
+# vectorises their reads and writes as interleaved loads and stores (linear MSE: 3.07 -> 2.54
+# ns a point, then 2.20 without the copies through slots). Wider ones keep the arrays'
+# strides: Rosenbrock-10's 10 and 11 columns went from 8.3 to 34 ns a point with constants.
 MAX_CONSTANT_WIDTH = 4
 # Rows a chunk of the per-point loop holds: about this much work (op-table cost units, ~20-50
 # us), so that threads share a batch evenly and a thread's last chunk is short.
