@@ -25,6 +25,7 @@ from .batching import rows_per_thread, run_batch, run_shared
 from .coerce import as_expression, as_symbols
 from .compiler import default_cache_dir, load_source
 from .expression_cache import expression_key, load_programs, load_tape, save_programs, save_tape
+from .numba_cache import Entry, entry_point, resolve
 from .pipeline import BACKENDS, build_programs, render_source
 from .printer import to_latex
 from .schedule import Program
@@ -51,31 +52,25 @@ def _finish_batch(out: np.ndarray, kind: int) -> Any:
 
 
 class _Row:
-    """A row kernel called the cheapest safe way. After a Numba kernel's first call (which
-    compiles it, or loads it from the cache, for C-contiguous float64 arrays: the one signature
-    the API uses) `call` is its compiled entry point, which skips the dispatcher's type
-    resolution; callers pass only 1-D float64 C-contiguous arrays of the right sizes."""
+    """A row kernel called the cheapest safe way: a Numba kernel's compiled entry point for
+    C-contiguous float64 arrays (the one signature the API uses), which skips the dispatcher's
+    type resolution; there at once when the kernel came from the cache, else compiled on the
+    first call. Callers pass only 1-D float64 C-contiguous aligned arrays of the right sizes,
+    `out` writeable."""
 
     __slots__ = ("call", "kernel")
 
     def __init__(self, kernel: Callable[[np.ndarray, np.ndarray], None]) -> None:
         self.kernel = kernel
-        self.call = self._first if hasattr(kernel, "overloads") else kernel
+        self.call = entry_point(kernel, _ROW_TYPES) or self._first
 
     def _first(self, x: np.ndarray, out: np.ndarray) -> None:
-        if not (x.flags.carray and out.flags.carray):  # compile only the canonical signature
-            x, out_given, out = np.array(x), out, np.empty(out.shape)
-        else:
-            out_given = out
-        self.kernel(x, out)
-        if out is not out_given:
-            out_given[...] = out
-        from numba import typeof
+        self.call = resolve(self.kernel, _ROW_TYPES)
+        self.call(x, out)
 
-        compiled = self.kernel.overloads.get((typeof(x), typeof(out)))
-        entry = getattr(compiled, "entry_point", None)
-        if callable(entry):
-            self.call = entry
+
+_ROW_TYPES = (np.empty(0), np.empty(0))  # stand-ins for (x, out): 1-D float64, C order
+_CHUNK_TYPES = (np.empty((0, 0)), np.empty((0, 0)), np.zeros(2, np.int64))  # X, OUT, claims
 
 
 def _read_kept_module(folder: Path, name: str | None) -> str | None:
@@ -154,6 +149,9 @@ class CompiledFunction:
         (tapes) the batch kernel on parts of the rows."""
         chunks = getattr(self.module, p.name + "_chunks", None)
         if chunks is not None and p.name not in {q.name for q in self._on_tape}:
+            # Through its entry point: X is float64, C order and aligned on every path here
+            # (it may be read-only: the kernel never writes X).
+            chunks = Entry(chunks, _CHUNK_TYPES)
             return functools.partial(run_shared, chunks, min_rows=rows_per_thread(p.cost))
         return functools.partial(run_batch, self._batch_kernels[p.name],
                                  min_rows=rows_per_thread(p.cost))

@@ -16,9 +16,11 @@ first, as Numba always does.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from types import ModuleType
 from typing import Any
+
+import numpy as np
 
 _done: set[int] = set()  # ids of dispatchers already preloaded (they live as long as modules)
 _lock = threading.Lock()
@@ -45,11 +47,16 @@ def preload(dispatchers: Iterable[Any]) -> int:
     loaded = 0
     with _lock, global_compiler_lock:
         for dispatcher in pending:
-            _done.add(id(dispatcher))
+            if id(dispatcher) in _done:  # another thread loaded it while this one waited
+                continue
             try:
                 loaded += _load_overloads(dispatcher, rtsys)
             except Exception:  # noqa: BLE001 - anything: the first call takes the usual path
-                continue
+                pass
+            # Marked only once loaded: a thread that finds it in `_done` without the lock may
+            # call it at once. Marked before, a second thread's call raced the load, found no
+            # overload, and took Numba's own path (a full context refresh, 0.15-0.3 s).
+            _done.add(id(dispatcher))
     return loaded
 
 
@@ -69,3 +76,71 @@ def _load_overloads(dispatcher: Any, rtsys: Any) -> int:
             dispatcher._cache_hits[key[0]] += 1  # as Numba counts a load (`stats.cache_hits`)
             loaded += 1
     return loaded
+
+
+_DTYPES = ("float64", "int64", "int32")
+
+
+def _plain_type(value: Any) -> Any:
+    """Numba's type of `value` when it is plain: a writeable, aligned, C-contiguous array of
+    float64/int64/int32, or an int or float. None otherwise. No `numba.typeof`: for an array
+    it imports numpy.ma, 7-15 ms in a fresh process, to rule out masked arrays."""
+    from numba.core import types
+
+    if isinstance(value, int) and not isinstance(value, bool):
+        return types.int64
+    if isinstance(value, float):
+        return types.float64
+    if (type(value) is not np.ndarray or value.dtype.name not in _DTYPES
+            or not (value.flags.c_contiguous and value.flags.aligned and value.flags.writeable)):
+        return None
+    return types.Array(getattr(types, value.dtype.name), value.ndim, "C")
+
+
+def entry_point(dispatcher: Any, args: tuple) -> Callable[..., Any] | None:
+    """The machine code `dispatcher` holds (compiled, or loaded from the cache) for arguments of
+    the plain types of `args`, called without the dispatcher's type resolution; None if it
+    holds none. Arrays need only the right dtype, dimensions and order (their sizes are not
+    part of a type), so `args` may be empty stand-ins. Whoever calls the entry point must pass
+    exactly those types: it unpacks arrays without checking them."""
+    argtypes = tuple(_plain_type(a) for a in args)
+    if None in argtypes:
+        return None
+    overload = getattr(dispatcher, "overloads", {}).get(argtypes)
+    entry = getattr(overload, "entry_point", None)
+    return entry if callable(entry) else None
+
+
+def resolve(dispatcher: Any, stand_ins: tuple) -> Callable[..., Any]:
+    """`dispatcher`'s entry point for the plain types of `stand_ins`: from the on-disk cache,
+    else compiled for exactly that signature (however the first real arguments look: a
+    read-only input would make the dispatcher compile a second one). The dispatcher itself
+    when that fails, or for a plain Python function."""
+    if not hasattr(dispatcher, "overloads"):
+        return dispatcher
+    preload((dispatcher,))
+    entry = entry_point(dispatcher, stand_ins)
+    if entry is None:
+        try:
+            dispatcher.compile(tuple(_plain_type(a) for a in stand_ins))
+        except Exception:  # noqa: BLE001 - e.g. a signature it cannot take: its usual path
+            return dispatcher
+        entry = entry_point(dispatcher, stand_ins)
+    return entry or dispatcher
+
+
+class Entry:
+    """`dispatcher` called through its entry point for the plain types of `stand_ins`,
+    resolved on the first call (`resolve`). Callers pass arguments of exactly those types;
+    an input array the kernel only reads may be read-only."""
+
+    __slots__ = ("call", "dispatcher", "stand_ins")
+
+    def __init__(self, dispatcher: Any, stand_ins: tuple) -> None:
+        self.dispatcher, self.stand_ins = dispatcher, stand_ins
+        self.call = entry_point(dispatcher, stand_ins)  # there already: no first-call detour
+
+    def __call__(self, *args: Any) -> Any:
+        if self.call is None:
+            self.call = resolve(self.dispatcher, self.stand_ins)
+        return self.call(*args)

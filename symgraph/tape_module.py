@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .naming import comment_text
-from .numba_cache import preload
+from .numba_cache import Entry
 from .ops import OPS
 from .schedule import Step
 from .tape_interpreter import (
@@ -99,51 +99,62 @@ def tape_text(tape: Tape) -> str:
 def _row_kernel(tape: Tape):
     arrays, n, k = tape.arrays, tape.n_inputs, len(tape.outputs)
     size = tape.n_registers + 2 * MAX_BLOCK  # the tail: the vector blocks' buffers
+    run = Entry(run_row, (*arrays, *_STAND_INS[:3]))  # loaded from the cache when first used
 
     def row(x, out) -> None:
         # One compiled signature for every call: C-contiguous float64 arrays (a tuple of floats
         # would make Numba compile again for each length).
-        x = np.ascontiguousarray(x, dtype=np.float64)
+        x = _plain_float64(x)
         if x.shape != (n,) or np.shape(out) != (k,):
             raise ValueError(f"{tape.name}_row expects x of shape ({n},) and out of shape "
                              f"({k},), got {x.shape} and {np.shape(out)}")
-        preload(_ROW)  # on first use: a batch-only module never loads it
         if _writable_c_float64(out):
-            run_row(*arrays, x, out, np.empty(size))
+            run(*arrays, x, out, np.empty(size))
         else:
             result = np.empty(k)
-            run_row(*arrays, x, result, np.empty(size))
+            run(*arrays, x, result, np.empty(size))
             out[...] = result
 
     row.__name__ = row.__qualname__ = f"{tape.name}_row"
     return row
 
 
-# The interpreter's entry points, loaded from Numba's cache without its set-up (numba_cache).
-_ROW, _LANES, _POINTS = (run_row,), (run_batch,), (run_points,)
-
-
 def _batch_kernel(tape: Tape):
     arrays, n, k = tape.arrays, tape.n_inputs, len(tape.outputs)
     width = lane_width(tape.n_registers)
+    # Loaded from the cache when first used (~10 ms each): a batch-only module never loads
+    # the row's.
+    run = (Entry(run_batch, (*arrays, *_STAND_INS[3:6])) if width > 1 else
+           Entry(run_points, (*arrays, *_STAND_INS[3:5], _STAND_INS[0])))
 
     def batch(X, OUT) -> None:
-        X = np.ascontiguousarray(X, dtype=np.float64)
+        X = _plain_float64(X)
         if X.ndim != 2 or X.shape[1] != n or np.shape(OUT) != (X.shape[0], k):
             raise ValueError(f"{tape.name}_batch expects X of shape (N, {n}) and OUT of shape "
                              f"(N, {k}), got {X.shape} and {np.shape(OUT)}")
         target = OUT if _writable_c_float64(OUT) else np.empty((X.shape[0], k))
-        preload(_LANES if width > 1 else _POINTS)  # ~10 ms each in a fresh process: as needed
         if width > 1:  # a register file per call: each thread's part of a batch has its own
             lanes = max(1, min(width, X.shape[0]))
-            run_batch(*arrays, X, target, np.empty((tape.n_registers + 1, lanes)))
+            run(*arrays, X, target, np.empty((tape.n_registers + 1, lanes)))
         else:
-            run_points(*arrays, X, target, np.empty(tape.n_registers + 2 * MAX_BLOCK))
+            run(*arrays, X, target, np.empty(tape.n_registers + 2 * MAX_BLOCK))
         if target is not OUT:
             OUT[...] = target
 
     batch.__name__ = batch.__qualname__ = f"{tape.name}_batch"
     return batch
+
+
+# The interpreter's array arguments after the tape's: float64, C order (x, out, registers of
+# a row; X, OUT, registers of a batch). Entry points take exactly these; the input may be
+# read-only (the interpreter only reads it).
+_STAND_INS = (np.empty(0),) * 3 + (np.empty((0, 0)),) * 3
+
+
+def _plain_float64(x) -> np.ndarray:
+    """`x` as a float64, C-order, aligned array (copied only when it is not one already)."""
+    x = np.ascontiguousarray(x, dtype=np.float64)
+    return x if x.flags.aligned else x.copy()
 
 
 def lane_width(n_registers: int) -> int:

@@ -188,6 +188,29 @@ def test_every_spelling_of_a_point_gives_the_same_answer_and_one_kernel_signatur
         assert len(fn.module.value_row.signatures) == 1
 
 
+@pytest.mark.parametrize("strategy", ["straight", "tape"])
+def test_every_spelling_of_a_batch_gives_the_same_bits_and_one_kernel_signature(strategy):
+    fn = sg.compile(x * y**2 + sg.sin(x), [x, y], strategy=strategy)
+    X = np.random.default_rng(5).uniform(-2, 2, size=(300, 2))
+    readonly = X.copy()
+    readonly.flags.writeable = False
+    unaligned = np.frombuffer(bytearray(X.nbytes + 1), dtype=np.float64, count=X.size,
+                              offset=1).reshape(X.shape)
+    unaligned[:] = X
+    expected = fn.value_and_grad(X)
+    for spelling in (readonly, unaligned, np.asfortranarray(X), X.tolist(),
+                     np.hstack([X, X])[:, :2]):
+        values, grads = fn.value_and_grad(spelling)
+        assert values.tobytes() == expected[0].tobytes()
+        assert grads.tobytes() == expected[1].tobytes()
+    kernel = (fn.module.value_grad_chunks if strategy == "straight" else
+              sg.tape_interpreter.run_batch)
+    arrays = [t for signature in kernel.signatures for t in signature if hasattr(t, "layout")]
+    assert all(t.layout == "C" and t.mutable and t.aligned for t in arrays)
+    if strategy == "straight":
+        assert len(kernel.signatures) == 1
+
+
 def test_each_call_returns_fresh_arrays(backend):
     fn = sg.compile(x * y, [x, y], backend=backend)
     _, first = fn.value_and_grad(2.0, 3.0)

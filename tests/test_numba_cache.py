@@ -33,6 +33,7 @@ print(json.dumps({
     "value": value.hex(), "grad": [g.hex() for g in grad],
     "batch": [v.hex() for v in np.concatenate([values, grads.ravel()])],
     "refreshed": builtin_registry in cpu_target.target_context._registries,
+    "typed_arrays": "numpy.ma" in sys.modules,  # numba.typeof of an array imports numpy.ma
     "preloaded": sorted(d.__name__ for d in numba_cache.dispatchers_of(fn.module)
                         if d.overloads),
 }))
@@ -57,6 +58,8 @@ def test_a_fresh_process_runs_cached_kernels_without_numbas_registry_refresh(fir
     assert first["refreshed"]  # the first process compiled, which refreshes
     again = _run(cache)
     assert not again["refreshed"]
+    assert first["typed_arrays"]  # compiling typed the arguments
+    assert not again["typed_arrays"]  # cached kernels were called through their entry points
     assert {"value_grad_row", "value_grad_chunks"} <= set(again["preloaded"])
     assert "run_batch" in again["tape_preloaded"]  # (its tape is read back: no passes to run)
     for key in ("value", "grad", "batch", "tape"):
@@ -77,3 +80,56 @@ def test_a_cache_missing_its_machine_code_falls_back_to_numbas_usual_path(first_
     assert again["refreshed"]  # compiled again, the usual way
     for key in ("value", "grad", "batch"):
         assert again[key] == first[key]
+
+
+def test_a_thread_finding_a_kernel_preloaded_finds_its_machine_code_there(monkeypatch):
+    # The second thread must not return (and call the kernel) while the first still loads:
+    # a call that found no overload would take Numba's own path and its full refresh.
+    import threading
+    import time
+
+    from symgraph import numba_cache
+
+    started, loaded = threading.Event(), []
+
+    def slow_load(dispatcher, rtsys):
+        started.set()
+        time.sleep(0.2)
+        loaded.append(dispatcher)
+        return 1
+
+    monkeypatch.setattr(numba_cache, "_load_overloads", slow_load)
+    kernel = type("Dispatcher", (), {})()  # stands for one: preload only passes it on
+    first = threading.Thread(target=numba_cache.preload, args=([kernel],))
+    first.start()
+    assert started.wait(5)
+    numba_cache.preload([kernel])  # the second thread
+    assert loaded == [kernel]
+    first.join()
+    assert loaded == [kernel]  # loaded once
+
+
+def test_entry_points_are_given_only_for_plain_arrays_of_a_compiled_signature():
+    import numpy as np
+    from numba import njit
+
+    from symgraph.numba_cache import entry_point
+
+    @njit
+    def scale(x, out, k):
+        for i in range(x.shape[0]):
+            out[i] = k * x[i]
+
+    x, out = np.arange(4.0), np.empty(4)
+    assert entry_point(scale, (x, out, 2.0)) is None  # nothing compiled yet
+    scale(x, out, 2.0)
+    entry = entry_point(scale, (np.empty(0), np.empty(0), 0.5))  # sizes are not in a type
+    assert entry is not None
+    entry(x, out, 3.0)
+    assert out.tolist() == [0.0, 3.0, 6.0, 9.0]
+    frozen = x.copy()
+    frozen.flags.writeable = False
+    for odd in (x[::2], x.astype(np.float32), frozen, x.reshape(2, 2), np.asfortranarray(
+            np.ones((2, 2)))[:, :1]):
+        assert entry_point(scale, (odd, out, 2.0)) is None
+    assert entry_point(scale, (x, out, 2)) is None  # an int is another signature
