@@ -7,6 +7,12 @@ takes 0.15-0.3 s, and machine code loaded from the cache needs none of it: it on
 against the runtime's symbols (NRT). `preload` loads every cached overload of the dispatchers
 it is given straight away, with just the runtime initialised, which takes a few milliseconds.
 
+Kernels are then called through their entry points (`entry_point`, `Entry`) for the one
+signature symgraph passes them (float64 arrays in C order), looked up with types built here:
+the dispatcher's own first call would type its arguments with `numba.typeof`, which imports
+numpy.ma (7-15 ms in a fresh process) to rule out masked arrays, and a read-only input would
+make it compile a second signature.
+
 This reaches into Numba's cache internals, so every step is guarded: on any surprise (another
 Numba version, a stale or unreadable cache) the dispatcher is left as it was, and its first
 call loads or compiles the usual way. Compiling anything new still refreshes the contexts
