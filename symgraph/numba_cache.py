@@ -98,6 +98,7 @@ def _plain_type(value: Any) -> Any:
     if isinstance(value, float):
         return types.float64
     if (type(value) is not np.ndarray or value.dtype.name not in _DTYPES
+            or not value.dtype.isnative  # ('>f8' is named float64 too)
             or not (value.flags.c_contiguous and value.flags.aligned and value.flags.writeable)):
         return None
     return types.Array(getattr(types, value.dtype.name), value.ndim, "C")

@@ -129,7 +129,7 @@ def test_entry_points_are_given_only_for_plain_arrays_of_a_compiled_signature():
     assert out.tolist() == [0.0, 3.0, 6.0, 9.0]
     frozen = x.copy()
     frozen.flags.writeable = False
-    for odd in (x[::2], x.astype(np.float32), frozen, x.reshape(2, 2), np.asfortranarray(
-            np.ones((2, 2)))[:, :1]):
+    for odd in (x[::2], x.astype(np.float32), x.astype(">f8"), frozen, x.reshape(2, 2),
+                np.asfortranarray(np.ones((2, 2)))[:, :1]):
         assert entry_point(scale, (odd, out, 2.0)) is None
     assert entry_point(scale, (x, out, 2)) is None  # an int is another signature
