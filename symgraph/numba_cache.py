@@ -84,6 +84,43 @@ def _load_overloads(dispatcher: Any, rtsys: Any) -> int:
     return loaded
 
 
+def drop_if_changed(dispatchers: Iterable[Any], sources: Iterable[str]) -> bool:
+    """Drop the cached machine code of `dispatchers` when a file in `sources` changed since it
+    was cached; returns whether it dropped any. Numba's cache checks only the file a function
+    is written in, but machine code also holds what it inlined from other files (the tape
+    interpreter: symgraph.vecmath's functions; the tape passes: the interpreter's opcodes), so
+    an edit there alone would leave it stale. A digest of `sources` is kept beside the cache;
+    when it differs, or the cache predates it, the entries go and are compiled again on first
+    use. Best effort: an unwritable cache is left alone, as Numba leaves it."""
+    import hashlib
+    import os
+    from pathlib import Path
+
+    dispatchers = [d for d in dispatchers if getattr(d, "_cache", None) is not None]
+    if not dispatchers:
+        return False
+    digest = hashlib.sha256()
+    for source in sources:
+        digest.update(Path(source).name.encode() + b"\0" + Path(source).read_bytes())
+    name = Path(dispatchers[0].py_func.__code__.co_filename).stem
+    dropped = False
+    try:
+        stamp = Path(dispatchers[0]._cache.cache_path) / f"{name}.symgraph-deps"
+        if stamp.is_file() and stamp.read_text() == digest.hexdigest():
+            return False
+        for dispatcher in dispatchers:
+            if dispatcher._cache._cache_file._load_index():  # (a missing index reads as {})
+                dispatcher._cache.flush()
+                dropped = True
+        stamp.parent.mkdir(parents=True, exist_ok=True)
+        partial = stamp.with_name(f".{stamp.name}.{os.getpid()}")  # no reader sees half of it
+        partial.write_text(digest.hexdigest())
+        os.replace(partial, stamp)
+    except OSError:
+        pass
+    return dropped
+
+
 _DTYPES = ("float64", "int64", "int32")
 
 

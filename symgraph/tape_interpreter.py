@@ -32,6 +32,8 @@ import math
 import numpy as np
 from numba import njit
 
+from . import vecmath
+from .numba_cache import drop_if_changed
 from .vecmath import (
     SIN_COS_LIMIT,
     _where,
@@ -460,3 +462,7 @@ def run_points(opcodes, operands, targets, blocks, constants, outputs, n_registe
         run(opcodes, operands, targets, blocks, regs, regs[n_registers:])
         for k in range(outputs.shape[0]):
             OUT[i, k] = regs[outputs[k]]
+
+
+# Numba's cache checks only this file; the machine code also holds vecmath's functions.
+drop_if_changed((run, run_row, run_lanes, run_batch, run_points), (vecmath.__file__,))

@@ -10,6 +10,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from . import tape_interpreter
+from .numba_cache import drop_if_changed
 from .tape_interpreter import SINCOS
 
 
@@ -210,3 +212,7 @@ def split_blocks(opcodes, operands, targets, n_registers, vector, max_block):
             written_in[operands[i, 2]] = count - 1  # its second target
     starts[count] = n
     return starts[:count + 1].copy()
+
+
+# Numba's cache checks only this file; the machine code also holds the interpreter's opcodes.
+drop_if_changed((cluster_order, linear_scan, split_blocks), (tape_interpreter.__file__,))

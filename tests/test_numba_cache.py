@@ -133,3 +133,31 @@ def test_entry_points_are_given_only_for_plain_arrays_of_a_compiled_signature():
                 np.asfortranarray(np.ones((2, 2)))[:, :1]):
         assert entry_point(scale, (odd, out, 2.0)) is None
     assert entry_point(scale, (x, out, 2)) is None  # an int is another signature
+
+
+def test_cached_machine_code_is_dropped_when_a_file_it_inlines_changes(tmp_path, monkeypatch):
+    # Numba's cache checks only the function's own file: the tape interpreter's machine code
+    # holds vecmath's functions too, and would stay stale after an edit of vecmath alone.
+    import importlib
+
+    from symgraph.numba_cache import drop_if_changed
+
+    dependency = tmp_path / "dependency.py"
+    dependency.write_text("K = 1\n")
+    (tmp_path / "sg_probe_kernels.py").write_text(
+        "from numba import njit\n\n\n@njit(cache=True)\ndef f(x):\n    return x + 1.0\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "sg_probe_kernels", raising=False)
+    f = importlib.import_module("sg_probe_kernels").f
+    assert f(1.0) == 2.0
+    assert f._cache._cache_file._load_index()  # cached, before any digest was kept
+    assert drop_if_changed([f], [dependency])  # so it may be stale: dropped
+    assert not f._cache._cache_file._load_index()
+    f.recompile()  # compiled (and cached) again
+    assert f._cache._cache_file._load_index()
+    assert not drop_if_changed([f], [dependency])  # nothing changed since
+    assert f._cache._cache_file._load_index()
+    dependency.write_text("K = 2\n")
+    assert drop_if_changed([f], [dependency])
+    assert not f._cache._cache_file._load_index()
+    assert not drop_if_changed([f], [dependency])
