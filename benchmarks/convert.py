@@ -11,7 +11,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 
-from symgraph.graph import Node, topological_order
+from symgraph.ir.node import Node
+from symgraph.ir.traversal import topological_order
 
 CHUNK = 16  # wide sums and products are split: one huge expression strains Python's compiler
 

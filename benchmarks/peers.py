@@ -42,7 +42,7 @@ def _columns(out: list, rows: int) -> tuple[np.ndarray, np.ndarray]:
 def prepare_sympy(expr, args, point, **_: Any) -> list[Prepared]:
     import sympy as sp
 
-    from symgraph.sympy_bridge import to_sympy
+    from symgraph.frontends.sympy_bridge import to_sympy
 
     setup: dict[str, float] = {}
     syms = [sp.Symbol(a.value, real=True) for a in args]
@@ -135,7 +135,7 @@ def prepare_symengine(expr, args, point, **_: Any) -> list[Prepared]:
     import symengine as se
     import sympy as sp
 
-    from symgraph.sympy_bridge import to_sympy
+    from symgraph.frontends.sympy_bridge import to_sympy
 
     setup: dict[str, float] = {}
     syms = [sp.Symbol(a.value, real=True) for a in args]

@@ -73,7 +73,7 @@ def run_sympy(links: int) -> dict:
 
 def run_symgraph(links: int) -> dict:
     import symgraph as sg
-    from symgraph.sympy_bridge import from_sympy_matrix
+    from symgraph.frontends.sympy_bridge import from_sympy_matrix
 
     forcing, states, params = forcing_vector(links)
     start = time.perf_counter()

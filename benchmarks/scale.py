@@ -45,8 +45,9 @@ UNARY = ("sin", "cos", "atan", "sigmoid")
 
 
 def dag(size: int, seed: int = 5):
-    from symgraph.functions import FUNCTIONS as F
-    from symgraph.graph import apply, count_ops, symbols
+    from symgraph.ir.evaluate import count_ops
+    from symgraph.ir.functions import FUNCTIONS as F
+    from symgraph.ir.node import apply, symbols
 
     rng = random.Random(seed)
     leaves = list(symbols("x0 x1 x2 x3 x4"))
@@ -69,8 +70,8 @@ def dag(size: int, seed: int = 5):
 
 
 def sum_of_terms(size: int, seed: int = 6):
-    from symgraph.functions import FUNCTIONS as F
-    from symgraph.graph import apply, symbols
+    from symgraph.ir.functions import FUNCTIONS as F
+    from symgraph.ir.node import apply, symbols
 
     rng = random.Random(seed)
     xs = list(symbols(" ".join(f"x{i}" for i in range(10))))
@@ -117,8 +118,8 @@ def rss_mb() -> float:
 def programs_for(f, xs):
     """The value and value-and-gradient programs, as api.build_programs makes them, with the
     gradient built separately so each stage is timed on its own."""
-    from symgraph.differentiate import grad
-    from symgraph.schedule import schedule
+    from symgraph.ad.differentiate import grad
+    from symgraph.lower.schedule import schedule
 
     names = [x.value for x in xs]
     t_grad, gradient = timed(lambda: grad(f, xs))
@@ -153,10 +154,10 @@ def per_point(module, n: int, threads: int | None = None) -> tuple[float, float]
 
 def child_pipeline(workload: str, size: int) -> dict:
     """Expression -> gradient -> programs -> source text -> tape -> values, stage by stage."""
-    from symgraph.emit_numba import emit_numba
-    from symgraph.emit_python import emit_python
-    from symgraph.graph import count_ops
-    from symgraph.tape import build_tape_module
+    from symgraph.backends.numba.emit import emit_numba
+    from symgraph.backends.python import emit_python
+    from symgraph.backends.tape.builder import build_tape_module
+    from symgraph.ir.evaluate import count_ops
 
     t_load, _ = timed(child_interpreter)  # once per process: Numba loads its cache
     base = rss_mb()
@@ -217,10 +218,10 @@ def child_api(workload: str, size: int) -> dict:
 
 def child_frontends(workload: str, size: int) -> dict:
     """Text -> parse and SymPy -> from_sympy, each into an empty node table."""
-    from symgraph.graph import count_ops
-    from symgraph.parser import parse
-    from symgraph.printer import to_text
-    from symgraph.sympy_bridge import from_sympy
+    from symgraph.frontends.parser import parse
+    from symgraph.frontends.sympy_bridge import from_sympy
+    from symgraph.ir.evaluate import count_ops
+    from symgraph.ir.printer import to_text
 
     f, _ = WORKLOADS[workload](size)
     nodes = count_ops(f)
@@ -242,9 +243,9 @@ def child_frontends(workload: str, size: int) -> dict:
 
 def child_straight(workload: str, size: int) -> dict:
     """The straight-line Numba module: emit, import, compile on first call, evaluate."""
-    from symgraph.compiler import load_source
-    from symgraph.emit_numba import emit_numba
-    from symgraph.graph import count_ops
+    from symgraph.backends.numba.emit import emit_numba
+    from symgraph.ir.evaluate import count_ops
+    from symgraph.runtime.loading import load_source
 
     f, xs = WORKLOADS[workload](size)
     start = time.perf_counter()
@@ -266,7 +267,7 @@ def _to_casadi(f, xs):
     """symgraph DAG -> CasADi SX, iteratively, each distinct node once (benchmarks only)."""
     import casadi as ca
 
-    from symgraph.graph import topological_order
+    from symgraph.ir.traversal import topological_order
 
     x = ca.SX.sym("x", len(xs))
     ops = {"add": lambda *a: functools.reduce(operator.add, a), "neg": operator.neg,
@@ -285,7 +286,7 @@ def _to_casadi(f, xs):
 def child_casadi(workload: str, size: int) -> dict:
     import casadi as ca
 
-    from symgraph.graph import count_ops
+    from symgraph.ir.evaluate import count_ops
 
     f, xs = WORKLOADS[workload](size)
     t_convert, (x, expr) = timed(lambda: _to_casadi(f, xs))
@@ -302,8 +303,8 @@ def child_casadi(workload: str, size: int) -> dict:
 def child_interpreter() -> dict:
     """The tape's first use in a process: Numba compiles its functions (once per machine) or
     loads them from its cache (the tape builder's passes, then the row and batch kernels)."""
-    from symgraph.schedule import Program, Step
-    from symgraph.tape import build_tape_module
+    from symgraph.backends.tape.builder import build_tape_module
+    from symgraph.lower.schedule import Program, Step
 
     program = Program("value_grad", ("x",), (Step("t0", "sin", ("x",)),), (("f", "t0"),))
     t_build, module = timed(build_tape_module, [program])

@@ -24,8 +24,8 @@ import numpy as np
 import symgraph.dynamic as dyn
 import symgraph.static as st
 from symgraph.api import compile as compile_kernel
-from symgraph.compiler import ENV_CACHE_DIR
-from symgraph.graph import count_ops
+from symgraph.ir.evaluate import count_ops
+from symgraph.runtime.loading import ENV_CACHE_DIR
 
 RESULTS = Path(__file__).resolve().parent / "results" / "static_vs_dynamic.md"
 LR = 0.01

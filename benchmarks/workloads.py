@@ -20,8 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
-from symgraph.functions import FUNCTIONS as F
-from symgraph.graph import Node, apply, symbols
+from symgraph.ir.functions import FUNCTIONS as F
+from symgraph.ir.node import Node, apply, symbols
 
 _ROOT = Path(__file__).resolve().parent.parent
 if str(_ROOT) not in sys.path:  # tests/corpus.py holds the shared builders
@@ -167,7 +167,7 @@ def pendulum_energy_sympy(links: int = PENDULUM_LINKS):
 
 
 def pendulum(prepared: object) -> Built:
-    from symgraph.sympy_bridge import from_sympy
+    from symgraph.frontends.sympy_bridge import from_sympy
 
     energy, names = prepared
     return from_sympy(energy), [symbols(n)[0] for n in names]

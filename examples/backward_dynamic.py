@@ -5,7 +5,7 @@ text's output prints its number, so the example reads it with `.item()`.
 """
 
 import symgraph.dynamic as torch
-from symgraph.draw import scene, to_ascii
+from symgraph.pictures.draw import scene, to_ascii
 
 # Define parameters
 x = torch.tensor([1.0], requires_grad=True, name="x")  # Input

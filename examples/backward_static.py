@@ -5,7 +5,7 @@ ones; the session compiles loss and gradients into one kernel and runs it once.
 """
 
 import symgraph.static as tf
-from symgraph.draw import scene, to_ascii
+from symgraph.pictures.draw import scene, to_ascii
 
 x = tf.placeholder("x", shape=(1,))  # Input
 W = tf.Variable([2.0], name="W")  # Weight

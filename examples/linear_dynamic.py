@@ -7,7 +7,7 @@ significant digits for the same reason (float64 gives 0.8493465599999995 at step
 """
 
 import symgraph.dynamic as torch
-from symgraph.draw import scene, to_ascii
+from symgraph.pictures.draw import scene, to_ascii
 
 # Define parameters
 x = torch.tensor([1.0], name="x")  # Input

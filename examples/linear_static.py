@@ -10,7 +10,7 @@ digits (about float32's precision).
 """
 
 import symgraph.static as tf
-from symgraph.draw import scene, to_ascii
+from symgraph.pictures.draw import scene, to_ascii
 
 # Define the computation graph
 x = tf.placeholder("x", shape=(1,))  # Input

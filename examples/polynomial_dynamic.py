@@ -5,7 +5,7 @@ same computation into a compiled static function (like torch.compile) and check 
 """
 
 import symgraph.dynamic as torch
-from symgraph.draw import scene, to_ascii
+from symgraph.pictures.draw import scene, to_ascii
 
 # Define the input
 x = torch.tensor([3.0], requires_grad=True, name="x")  # Input

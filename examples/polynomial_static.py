@@ -5,7 +5,7 @@ placeholder (shape ()), so fetched values are 0-d numbers.
 """
 
 import symgraph.static as tf
-from symgraph.draw import scene, to_ascii
+from symgraph.pictures.draw import scene, to_ascii
 
 # Define the graph
 x = tf.placeholder("x")  # Input (a scalar)

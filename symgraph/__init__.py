@@ -6,21 +6,22 @@ The pipeline, one module per stage, each using only earlier ones::
         -> emit_python / emit_numba -> compiler -> api -> cli
 """
 
+from .ad.differentiate import diff, grad, hessian, jacobian, jvp, vjp
 from .api import CompiledFunction, compile
-from .differentiate import diff, grad, hessian, jacobian, jvp, vjp
-from .functions import FUNCTIONS as _FUNCTIONS
-from .graph import Node, apply, const, count_ops, evaluate, free_symbols, symbol, symbols
-from .ops import OPS
-from .parser import ParseError, parse
-from .pipeline import __version__
-from .printer import to_latex, to_text, to_text_cse
+from .frontends.parser import ParseError, parse
+from .ir.evaluate import count_ops, evaluate, free_symbols
+from .ir.functions import FUNCTIONS as _FUNCTIONS
+from .ir.node import Node, apply, const, symbol, symbols
+from .ir.ops import OPS
+from .ir.printer import to_latex, to_text, to_text_cse
+from .version import __version__
 
 globals().update(_FUNCTIONS)
 
 
 def _node_repr_svg(node: Node) -> str | None:
     # Jupyter shows expressions as pictures; Graphviz is optional (None: Jupyter falls back).
-    from .draw import to_svg
+    from .pictures.draw import to_svg
 
     return to_svg(node)
 
@@ -31,7 +32,7 @@ Node._repr_svg_ = _node_repr_svg
 def __getattr__(name: str):
     # The SymPy bridge imports SymPy (slow): load it on first use only.
     if name in ("from_sympy", "to_sympy"):
-        from . import sympy_bridge
+        from .frontends import sympy_bridge
 
         return getattr(sympy_bridge, name)
     raise AttributeError(f"module 'symgraph' has no attribute {name!r}")

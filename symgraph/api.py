@@ -20,16 +20,23 @@ from typing import Any
 
 import numpy as np
 
-from . import outputs
-from .batching import rows_per_thread, run_batch, run_shared
-from .coerce import as_expression, as_symbols
-from .compiler import default_cache_dir, load_source
-from .expression_cache import expression_key, load_programs, load_tape, save_programs, save_tape
-from .numba_cache import Entry, entry_point, resolve
-from .pipeline import BACKENDS, build_programs, render_source
-from .printer import to_latex
-from .schedule import Program
-from .traversal import bulk
+from .backends.numba.cache import Entry, entry_point, resolve
+from .backends.registry import BACKENDS, render_source
+from .frontends.coerce import as_expression, as_symbols
+from .ir.printer import to_latex
+from .ir.traversal import bulk
+from .lower.programs import build_programs
+from .lower.schedule import Program
+from .runtime import outputs
+from .runtime.batching import rows_per_thread, run_batch, run_shared
+from .runtime.expression_cache import (
+    expression_key,
+    load_programs,
+    load_tape,
+    save_programs,
+    save_tape,
+)
+from .runtime.loading import default_cache_dir, load_source
 
 _F64 = np.dtype(np.float64)
 _VALUE, _OUT, _VALUE_GRAD, _GRAD = range(4)  # what a bound call returns
@@ -174,8 +181,8 @@ class CompiledFunction:
         if self.backend != "numba" or self.strategy != "straight":
             return kernels
         if on_tape is None:  # not decided before (and kept)
-            from .emit_numba_batch import uses_lanes
-            from .tape import lanes_beat_rows
+            from .backends.numba.batch import uses_lanes
+            from .backends.tape.builder import lanes_beat_rows
 
             on_tape = [p.name for p in self.programs
                        if not uses_lanes(p) and lanes_beat_rows(p)]
@@ -199,8 +206,8 @@ class CompiledFunction:
     def _tape_module(self, programs: Sequence[Program]) -> Any:
         """The TapeModule of `programs`, their tapes read back from the cache folder, or built
         (and kept there)."""
-        from .tape import build_tape
-        from .tape_module import TapeModule
+        from .backends.tape.builder import build_tape
+        from .backends.tape.module import TapeModule
 
         tapes = []
         for program in programs:
@@ -226,7 +233,7 @@ class CompiledFunction:
             if strategy == "tape":
                 raise ValueError("the tape runs on the Numba interpreter: use backend='numba'")
             return "straight"
-        from .tape import choose_strategy
+        from .backends.tape.builder import choose_strategy
 
         return choose_strategy(self.programs, strategy)
 
@@ -383,7 +390,7 @@ class CompiledFunction:
         return "$" + r",\quad ".join(to_latex(o) for o in self.outputs) + "$"
 
     def _repr_svg_(self) -> str | None:
-        from .draw import to_svg  # Graphviz is optional: None lets Jupyter fall back
+        from .pictures.draw import to_svg  # Graphviz is optional: None lets Jupyter fall back
 
         return to_svg(self.outputs)
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import random
 
-from symgraph.functions import FUNCTIONS as F
-from symgraph.graph import Node, apply, symbols
+from symgraph.ir.functions import FUNCTIONS as F
+from symgraph.ir.node import Node, apply, symbols
 
 
 def polynomial():

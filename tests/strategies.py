@@ -32,8 +32,8 @@ from collections.abc import Sequence
 
 from hypothesis import strategies as st
 
-from symgraph.graph import Node, apply, const, symbol
-from symgraph.ops import DEFAULT_DOMAIN, OPS
+from symgraph.ir.node import Node, apply, const, symbol
+from symgraph.ir.ops import DEFAULT_DOMAIN, OPS
 
 __all__ = ["COMPARISONS", "NONSMOOTH_OPS", "SMOOTH_OPS", "expressions", "points", "squash"]
 

@@ -19,9 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from symgraph import cli, draw
-from symgraph.cli import main
-from symgraph.graph import apply, symbols
+from symgraph.cli import main as cli
+from symgraph.cli.main import main
+from symgraph.ir.node import apply, symbols
+from symgraph.pictures import draw
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "cli"
 SCRIPT = shutil.which("symgraph")
@@ -352,7 +353,9 @@ def test_golden_outputs_are_consistent_with_each_other(capsys):
 
 def test_precompile_leaves_every_tape_entry_point_compiled_and_a_second_run_compiles_nothing(
         capsys):
-    from symgraph import tape, tape_interpreter, tape_passes
+    from symgraph.backends.tape import builder as tape
+    from symgraph.backends.tape import interpreter as tape_interpreter
+    from symgraph.backends.tape import passes as tape_passes
 
     code, out, _ = run_main(capsys, "precompile")
     assert code == 0 and "compiled" in out

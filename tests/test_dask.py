@@ -12,8 +12,8 @@ distributed = pytest.importorskip("distributed")
 import dask  # noqa: E402
 
 import symgraph as sg  # noqa: E402
-from symgraph import dask_support  # noqa: E402
-from symgraph.dask_support import kernel_of, map_dask  # noqa: E402
+from symgraph.runtime import dask as dask_support  # noqa: E402
+from symgraph.runtime.dask import kernel_of, map_dask  # noqa: E402
 
 x, y, z = sg.symbols("x y z")
 F = sg.exp(x * y) * sg.sin(z) + sg.hypot(x, z) / (1 + y**2) + sg.where(x > y, z, x)

@@ -6,7 +6,7 @@ import sys
 
 import symgraph as sg
 from symgraph.api import build_programs
-from symgraph.emit_python import emit_python
+from symgraph.backends.python import emit_python
 
 DEPTH = 100_000
 

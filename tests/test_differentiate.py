@@ -9,7 +9,7 @@ import pytest
 
 import symgraph as sg
 from symgraph.api import build_programs
-from symgraph.graph import topological_order
+from symgraph.ir.traversal import topological_order
 
 from .corpus import CORPUS
 

@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph.graph import apply
-from symgraph.naming import input_identifiers
-from symgraph.ops import OPS
-from symgraph.schedule import MAX_WIDTH, schedule
+from symgraph.ir.node import apply
+from symgraph.ir.ops import OPS
+from symgraph.lower.naming import input_identifiers
+from symgraph.lower.schedule import MAX_WIDTH, schedule
 
 HOSTILE_NAMES = ["lambda", "np", "math", "t0", "f", "df_dx", "_x", "_out", "x; import os",
                  'a"""b', "x\nimport os", "2x", "θ", "print", "", "d2f_dx_dx", "__import__"]

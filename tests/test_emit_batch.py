@@ -1,9 +1,9 @@
-"""Lane batch kernels (symgraph.emit_numba_batch) against the row kernel.
+"""Lane batch kernels (symgraph.backends.numba.batch) against the row kernel.
 
 Without vecmath steps every non-NaN result must have the row kernel's exact bits (same IEEE
 operations, no FMA contraction); where the row kernel gives NaN the batch gives NaN too (its
 payload or sign may differ: IEEE 754 leaves them open). Lane code computes exp, log, sin...
-with symgraph.vecmath, the row kernel with libm: both within an ulp of the true value, so one
+with symgraph.backends.numba.vecmath, the row kernel with libm: both within an ulp of the true value, so one
 such op agrees to an ulp, and whole programs to rounding. Points mix random values with inf,
 nan, signed zeros, huge, subnormal and branch-boundary values; batch sizes hit 0, 1 and every
 block edge.
@@ -24,10 +24,9 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph import emit_numba
-from symgraph import vecmath as vm
-from symgraph.compiler import load_source
-from symgraph.emit_numba_batch import (
+from symgraph.backends.numba import emit as emit_numba
+from symgraph.backends.numba import vecmath as vm
+from symgraph.backends.numba.batch import (
     BLOCK,
     CHUNK,
     SIN_COS_LIMIT,
@@ -37,9 +36,11 @@ from symgraph.emit_numba_batch import (
     uses_lanes,
     vecmath_calls,
 )
-from symgraph.graph import apply, const
-from symgraph.ops import OPS
-from symgraph.pipeline import build_programs, render_source
+from symgraph.backends.registry import render_source
+from symgraph.ir.node import apply, const
+from symgraph.ir.ops import OPS
+from symgraph.lower.programs import build_programs
+from symgraph.runtime.loading import load_source
 from tests import corpus
 
 EDGES = [0.0, -0.0, math.inf, -math.inf, math.nan, 1e308, -1e308, 5e-324, -2.2e-308, 1.0,
@@ -187,8 +188,8 @@ def test_batch_kernel_choice_and_the_api_on_awkward_inputs(use_kernel):
 
 def test_lane_source_is_byte_identical_across_hash_seeds():
     script = textwrap.dedent("""
-        from symgraph.pipeline import build_programs
-        from symgraph.emit_numba_batch import lane_kernel_lines
+        from symgraph.lower.programs import build_programs
+        from symgraph.backends.numba.batch import lane_kernel_lines
         from tests import corpus
         for built in (corpus.black_scholes(), corpus.mlp(2, 3, 3), corpus.random_dag(120)):
             expr, args = built

@@ -1,12 +1,14 @@
 """Compiling an expression again reads its programs, module and tapes back from the cache
-folder (symgraph.expression_cache) instead of differentiating and generating code, with the
+folder (symgraph.runtime.expression_cache) instead of differentiating and generating code, with the
 same kernels and numbers; a damaged or incomplete record is rebuilt."""
 
 import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph import api, expression_cache, tape
+from symgraph import api
+from symgraph.backends.tape import builder as tape
+from symgraph.runtime import expression_cache
 
 x, y = sg.symbols("x y")
 EXPR = sg.exp(x * y) + x**3 / y + sg.sin(y)

@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph import graph
-from symgraph.ops import OPS
+from symgraph.ir import node as graph
+from symgraph.ir import traversal
+from symgraph.ir.ops import OPS
 
 x, y, z = sg.symbols("x y z")
 
@@ -54,13 +55,13 @@ def test_digests_are_the_same_in_every_process():
 def test_topological_order_lists_each_node_once_after_its_arguments():
     shared = sg.exp(x * y)
     f = shared * shared + sg.sin(shared) + x
-    order = graph.topological_order([f, shared, x])
+    order = traversal.topological_order([f, shared, x])
     assert len(order) == len(set(order))
     position = {node: i for i, node in enumerate(order)}
     for node in order:
         assert all(position[a] < position[node] for a in node.args)
     assert order[-1] is f
-    assert graph.topological_order([x]) == [x]
+    assert traversal.topological_order([x]) == [x]
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 7])
@@ -78,11 +79,11 @@ def test_product_partials_are_the_products_of_the_other_factors(n):
 def test_bulk_pauses_the_cycle_collector_and_restores_it():
     seen = []
 
-    @graph.bulk
+    @traversal.bulk
     def inner():
         seen.append(gc.isenabled())
 
-    @graph.bulk
+    @traversal.bulk
     def failing():
         inner()
         raise RuntimeError("boom")

@@ -1,5 +1,5 @@
 """Kernels come back from Numba's on-disk cache in a fresh process without Numba's per-process
-registry refresh (symgraph.numba_cache), and with the very same numbers; a cache missing its
+registry refresh (symgraph.backends.numba.cache), and with the very same numbers; a cache missing its
 machine code falls back to the usual path."""
 
 import json
@@ -16,7 +16,7 @@ import numpy as np
 import symgraph as sg
 from numba.core.imputils import builtin_registry  # which Numba's refresh installs
 from numba.core.registry import cpu_target
-from symgraph import numba_cache
+from symgraph.backends.numba import cache as numba_cache
 
 x, y = sg.symbols("x y")
 fn = sg.compile(sg.exp(x * y) + x**3 / y + sg.sin(y), [x, y], cache_dir=sys.argv[1])
@@ -25,7 +25,8 @@ X = np.linspace(0.1, 2.0, 40).reshape(20, 2)
 values, grads = fn.value_and_grad(X)
 tape = sg.compile(sg.exp(x * y) + x**3 / y + sg.sin(y), [x, y], strategy="tape")
 tape_values, tape_grads = tape.value_and_grad(X)
-from symgraph import tape_interpreter, tape_passes
+from symgraph.backends.tape import interpreter as tape_interpreter
+from symgraph.backends.tape import passes as tape_passes
 print(json.dumps({
     "tape": [v.hex() for v in np.concatenate([tape_values, tape_grads.ravel()])],
     "tape_preloaded": sorted(d.__name__ for m in (tape_interpreter, tape_passes)
@@ -88,7 +89,7 @@ def test_a_thread_finding_a_kernel_preloaded_finds_its_machine_code_there(monkey
     import threading
     import time
 
-    from symgraph import numba_cache
+    from symgraph.backends.numba import cache as numba_cache
 
     started, loaded = threading.Event(), []
 
@@ -113,7 +114,7 @@ def test_entry_points_are_given_only_for_plain_arrays_of_a_compiled_signature():
     import numpy as np
     from numba import njit
 
-    from symgraph.numba_cache import entry_point
+    from symgraph.backends.numba.cache import entry_point
 
     @njit
     def scale(x, out, k):
@@ -140,7 +141,7 @@ def test_cached_machine_code_is_dropped_when_a_file_it_inlines_changes(tmp_path,
     # holds vecmath's functions too, and would stay stale after an edit of vecmath alone.
     import importlib
 
-    from symgraph.numba_cache import drop_if_changed
+    from symgraph.backends.numba.cache import drop_if_changed
 
     dependency = tmp_path / "dependency.py"
     dependency.write_text("K = 1\n")

@@ -2,7 +2,7 @@
 the conventions at non-differentiable points, and IEEE values at edges (with constant folding).
 
 Rendered templates are our own generated code, evaluated here with `eval` on a namespace of
-math/np (and symgraph.vecmath's functions, which lane templates call) to check that they
+math/np (and symgraph.backends.numba.vecmath's functions, which lane templates call) to check that they
 compute what `evaluate` computes.
 """
 
@@ -17,9 +17,11 @@ import sympy as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from symgraph import vecmath
-from symgraph.graph import Node, apply, evaluate, symbol, topological_order
-from symgraph.ops import OPS
+from symgraph.backends.numba import vecmath
+from symgraph.ir.evaluate import evaluate
+from symgraph.ir.node import Node, apply, symbol
+from symgraph.ir.ops import OPS
+from symgraph.ir.traversal import topological_order
 
 from .strategies import COMPARISONS, SMOOTH_OPS, expressions, points
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph import outputs
+from symgraph.runtime import outputs
 
 BIG = (40_000, 10)  # 3.2 MB
 

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from symgraph.graph import Node, apply, const, symbol, symbols
-from symgraph.ops import ALIASES, OPS
-from symgraph.parser import ParseError, parse
+from symgraph.frontends.parser import ParseError, parse
+from symgraph.ir.node import Node, apply, const, symbol, symbols
+from symgraph.ir.ops import ALIASES, OPS
 
 x, y, z, a, b, c = symbols("x y z a b c")
 

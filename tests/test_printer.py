@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from symgraph.graph import Node, apply, const, symbol, symbols
-from symgraph.ops import OPS
-from symgraph.parser import parse
-from symgraph.printer import number_text, to_latex, to_text, to_text_cse
+from symgraph.frontends.parser import parse
+from symgraph.ir.node import Node, apply, const, symbol, symbols
+from symgraph.ir.ops import OPS
+from symgraph.ir.printer import number_text, to_latex, to_text, to_text_cse
 
 x, y, z = symbols("x y z")
 

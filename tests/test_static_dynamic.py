@@ -15,9 +15,9 @@ import pytest
 
 import symgraph.dynamic as dyn
 import symgraph.static as st
+from symgraph.ad.differentiate import grad
 from symgraph.api import compile as compile_kernel
-from symgraph.differentiate import grad
-from symgraph.graph import symbol
+from symgraph.ir.node import symbol
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 REL = 1e-12

@@ -7,8 +7,8 @@ import pytest
 
 import symgraph.dynamic as dyn
 import symgraph.static as st
-from symgraph.freeze import FreezeError
-from symgraph.tensor import ShapeError
+from symgraph.graphs.freeze import FreezeError
+from symgraph.graphs.tensor import ShapeError
 
 
 @pytest.fixture

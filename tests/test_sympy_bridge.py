@@ -11,9 +11,11 @@ import pytest
 import sympy as sp
 from hypothesis import given, settings
 
-import symgraph.sympy_bridge as bridge
-from symgraph.graph import apply, count_ops, evaluate, symbol, topological_order
-from symgraph.sympy_bridge import from_sympy, from_sympy_matrix, to_sympy
+import symgraph.frontends.sympy_bridge as bridge
+from symgraph.frontends.sympy_bridge import from_sympy, from_sympy_matrix, to_sympy
+from symgraph.ir.evaluate import count_ops, evaluate
+from symgraph.ir.node import apply, symbol
+from symgraph.ir.traversal import topological_order
 
 from .strategies import expressions, points
 

@@ -2,7 +2,7 @@
 
 Oracles: the op table's NumPy `evaluate`, the straight-line Numba kernels (the tape runs the same
 arithmetic in the same order, so the numbers are equal bit for bit, except where the tape's
-vector ops use symgraph.vecmath: within an ulp of libm), the Python backend, and
+vector ops use symgraph.backends.numba.vecmath: within an ulp of libm), the Python backend, and
 `graph.evaluate`.
 """
 
@@ -23,13 +23,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import symgraph as sg
-from symgraph import tape_interpreter, tape_module
-from symgraph.emit_numba_batch import uses_lanes
-from symgraph.graph import apply, count_ops
-from symgraph.ops import OPS
-from symgraph.pipeline import build_programs
-from symgraph.schedule import Program, Step
-from symgraph.tape import (
+from symgraph.backends.numba.batch import uses_lanes
+from symgraph.backends.tape import interpreter as tape_interpreter
+from symgraph.backends.tape import module as tape_module
+from symgraph.backends.tape.builder import (
     LANE_BUDGET,
     TAPE_THRESHOLD_OPS,
     TapeModule,
@@ -39,6 +36,11 @@ from symgraph.tape import (
     lane_width,
     lanes_beat_rows,
 )
+from symgraph.ir.evaluate import count_ops
+from symgraph.ir.node import apply
+from symgraph.ir.ops import OPS
+from symgraph.lower.programs import build_programs
+from symgraph.lower.schedule import Program, Step
 
 from .corpus import CORPUS
 from .strategies import expressions, points
@@ -66,7 +68,7 @@ VECTOR_OPS = {tape_interpreter.INSTRUCTION_NAMES[op] for op in tape_interpreter.
 
 
 def _uses_vector_math(programs) -> bool:
-    """Whether the tape runs one of `programs`' steps with symgraph.vecmath (not libm)."""
+    """Whether the tape runs one of `programs`' steps with symgraph.backends.numba.vecmath (not libm)."""
     return any(step.op in VECTOR_OPS for p in programs for step in p.steps)
 
 
@@ -156,7 +158,7 @@ def test_every_op_follows_numpy_on_its_domain_and_at_edge_points(name):
     # NumPy's exp/log/tanh... may differ from the C library's by an ulp; specials must match.
     np.testing.assert_allclose(rows[:, 0], expected, rtol=4e-16, atol=0)
     if name in VECTOR_OPS:
-        # symgraph.vecmath, like the C library, is within an ulp of the true value (faithful),
+        # symgraph.backends.numba.vecmath, like the C library, is within an ulp of the true value (faithful),
         # so the two are equal or neighbours; specials, signed zeros included, are equal.
         libm = np.array([_reference(spec, row, arity) for row in X])
         special = ~np.isfinite(libm) | (libm == 0.0)

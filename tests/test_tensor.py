@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from symgraph import tensor as T
-from symgraph.graph import evaluate
+from symgraph.graphs import tensor as T
+from symgraph.ir.evaluate import evaluate
 
 
 def _values(t: T.Tensor, env: dict) -> np.ndarray:

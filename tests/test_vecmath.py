@@ -1,4 +1,4 @@
-"""symgraph.vecmath: accuracy against mpmath, NumPy's edge cases, vectorised loops, the sin/cos
+"""symgraph.backends.numba.vecmath: accuracy against mpmath, NumPy's edge cases, vectorised loops, the sin/cos
 fix-up beyond SIN_COS_LIMIT, and source_of's standalone text."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from numba import njit
 
-from symgraph import vecmath as vm
+from symgraph.backends.numba import vecmath as vm
 
 mpmath.mp.prec = 120
 RNG_SEED = 20240601

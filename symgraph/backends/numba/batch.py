@@ -1,0 +1,345 @@
+"""Numba batch kernels that run the steps of a program on a block of points at a time.
+
+A per-point loop (over rows, the straight-line body inside) keeps every value in
+scalars: LLVM vectorises it only when the body is tiny, and one point's chain of libm calls runs
+serially. A lane
+kernel instead takes a block of `BLOCK` points and runs each *segment* of the program (a run of
+steps) as one loop over the block:
+
+* segments of arithmetic only (``+ - * /``, small integer powers, ``sqrt``, comparisons...) are
+  loops LLVM vectorises across points, AVX2/AVX-512 wide;
+* so are exp, log, tanh, erf, sigmoid, expm1, log1p, sin and cos: lane code calls
+  symgraph.vecmath's ``vexp``, ``vlog``... (the op table's ``lanes`` templates), straight-line
+  code that the lowering inlines (their text is embedded in the generated module);
+* segments holding libm calls stay scalar, but their iterations are independent points, so the
+  CPU overlaps calls that are a dependent chain within one point.
+
+Steps are list-scheduled so that ready steps of one kind run together (few, long segments).
+A value used outside its segment lives in a *slot*: ``BLOCK`` consecutive floats of one scratch
+array ``_T``, addressed as ``_T[offset + _j]`` with literal offsets, which is what lets LLVM prove
+the loops free of aliasing without runtime checks. Slots are reused once their value is dead,
+so a block's working set is (live values) x BLOCK x 8 bytes (at most ~250 KB, on the stack of
+the thread). Inputs are copied into slots by a first loop and outputs out of them by a last one:
+strided accesses stay out of the vector loops. Rows of at most MAX_CONSTANT_WIDTH columns are
+the exception: their strides are constants, and the segments read inputs from _X and store
+outputs in _OUT themselves (so _X and _OUT must not overlap).
+
+``NAME_lanes`` is written as plain Python (it runs as it is); the batch kernel compiles it with
+``_lane_loops`` (emit_numba.LANE_LOWERING), which emits its loops as LLVM IR directly: Numba's
+per-line front end and a separate compile of the lane function would double the compile time.
+
+Results equal the row kernel's bit for bit but for the vecmath steps: every other step is the
+same IEEE operation on the same operands (reordering steps changes nothing; no fastmath, so no
+FMA contraction or reassociation), and a vecmath function, like libm, is within an ulp of the
+true value (the two may round differently). Only the payload or sign of a NaN may differ, which
+IEEE 754 leaves unspecified and which no op can turn into a non-NaN. vsin/vcos are exact only
+for arguments up to vecmath.SIN_COS_LIMIT: the lane code sets a point's flag ``_F[_j]`` where
+``abs(argument) > limit`` (vectorised), and a last loop recomputes the flagged points with the
+row kernel's steps (libm; nan arguments give nan either way). So a point's result never
+depends on the other points of its batch. Tiny programs (loads and stores dominate) and large ones
+(Numba's compile time of the lane kernel grows much faster than its gain) keep the per-point
+loop over the row kernel.
+
+Either way the compiled entry point is ``NAME_chunks(_X, _OUT, _claims)``: it claims chunks of
+the batch one at a time (an atomic add on ``_claims[0]``), counts the chunks it finishes in
+``_claims[1]``, and returns once every chunk is finished. Threads that share one ``_claims``
+share the batch with no Python between chunks, and a thread that starts late takes only the
+chunks that are left: nobody waits for it (symgraph.batching). ``NAME_batch(_X, _OUT)`` is the
+whole batch on the calling thread.
+"""
+
+from __future__ import annotations
+
+import heapq
+import re
+from dataclasses import replace
+
+from ...ir.ops import OPS, _int_exponent
+from ...lower.schedule import Program, Step
+from ..common import INDENT, step_lines
+
+JIT = '@njit(cache=True, error_model="numpy")'
+# Batch kernels are loops over chunks that release the GIL; symgraph.batching shares a batch's
+# chunks between threads. Numba's `parallel=True` cost 0.3-0.65 s more compile per kernel.
+JIT_BATCH = '@njit(cache=True, error_model="numpy", nogil=True)'
+
+BLOCK = 64  # points per block (32-64 measured best): a slot is 512 bytes, slots stay in L1/L2
+CHUNK = 2048  # points per call of the lane code (a few blocks; its scratch is per call)
+# Rows of at most this many columns are addressed with constant strides in lane code: LLVM
+# vectorises their reads and writes as interleaved loads and stores (linear MSE: 3.07 -> 2.54
+# ns a point, then 2.20 without the copies through slots). Wider ones keep the arrays'
+# strides: Rosenbrock-10's 10 and 11 columns went from 8.3 to 34 ns a point with constants.
+MAX_CONSTANT_WIDTH = 4
+# Rows a chunk of the per-point loop holds: about this much work (op-table cost units, ~20-50
+# us), so that threads share a batch evenly and a thread's last chunk is short.
+CHUNK_WORK = 200_000
+# Reads of the finished count (~18 us) a call spends waiting for chunks other threads still
+# run before it returns to Python, which sleeps until a worker's call ends and calls again
+# (batching.run_shared): a thread held up by another process is not spun for.
+SPINS = 1 << 16
+
+# Every Numba module with batch kernels carries these (it stays standalone).
+SHARING = '''
+
+# -- How threads share a batch ----------------------------------------------------------------
+# NAME_chunks(_X, _OUT, _claims) claims chunks of the batch one at a time (_claims[0]: the next
+# chunk), counts each chunk it finishes (_claims[1]), and returns once every chunk is finished,
+# or after a short wait for chunks other threads still run: it returns how many chunks are
+# unfinished (symgraph sleeps until another thread's call ends, then calls it again). Threads
+# that call it with one _claims array share the batch.
+
+
+def _claim_pointer(context, builder, signature, args):
+    ty, (claims, k) = signature.args[0], args
+    ary = context.make_array(ty)(context, builder, claims)
+    index = context.cast(builder, k, signature.args[1], types.intp)
+    return numba.core.cgutils.get_item_pointer(context, builder, ty, ary, [index])
+
+
+@numba.extending.intrinsic
+def _fetch_add(typingctx, claims, k):
+    """claims[k] += 1 in one atomic step (the other threads' writes before theirs are seen);
+    returns the value before."""
+    def lower(context, builder, signature, args):
+        one = context.get_constant(types.int64, 1)
+        return builder.atomic_rmw("add", _claim_pointer(context, builder, signature, args),
+                                  one, "acq_rel")
+
+    return types.int64(claims, k), lower
+
+
+@numba.extending.intrinsic
+def _load_acquire(typingctx, claims, k):
+    """claims[k], read atomically: the writes a thread made before its add are seen."""
+    def lower(context, builder, signature, args):
+        return builder.load_atomic(_claim_pointer(context, builder, signature, args),
+                                   "acquire", 8)
+
+    return types.int64(claims, k), lower
+'''
+# Above this, lanes cost 6-9 s more compile (1,200-step kernels) and gained nothing measurable:
+# the big vector loops spill, and libm calls (MLP's tanh, the nest) dominate anyway.
+MAX_STEPS = 400
+# Vector work (op-table cost of the vector steps) per input or output below which per-point
+# code is as fast: loads and stores dominate. A vecmath step weighs its cost (8).
+MIN_WORK = 4
+
+# Ops whose Numba template is arithmetic, an LLVM intrinsic (sqrt, fabs, floor) or a select:
+# loops of them vectorise. So do ops with a `lanes` template (vecmath). Everything else calls
+# libm (or contains a call) and stays scalar.
+VECTOR_OPS = frozenset({"add", "mul", "neg", "div", "sqrt", "abs", "floor", "ceil", "lt", "le",
+                        "gt", "ge", "eq", "ne", "where", "min", "max", "relu", "sign"})
+# vecmath functions exact only up to vecmath.SIN_COS_LIMIT (checked at run time, see above).
+LIMITED = ("vsin", "vcos")
+SIN_COS_LIMIT = 5.0e7  # vecmath.SIN_COS_LIMIT (a test checks); vecmath itself imports Numba
+
+I1, I2 = INDENT, INDENT * 2
+
+
+def is_vector_step(step: Step) -> bool:
+    if step.op == "pow":  # small integer powers are products (ops._pow_template)
+        return _int_exponent(step.operands[1]) not in (None, 0)
+    return step.op in VECTOR_OPS or OPS[step.op].lanes is not None
+
+
+def vecmath_calls(code: str) -> list[str]:
+    """Names of the vecmath functions that lane code calls (``vexp(``...), in first-use order."""
+    return list(dict.fromkeys(re.findall(r"\b(v[a-z0-9]+)\(", code)))
+
+
+def _value(operand: str) -> str | None:
+    """The name an operand reads (``-t3`` reads ``t3``), or None for a literal."""
+    name = operand[1:] if operand.startswith("-") else operand
+    return name if name.isidentifier() else None
+
+
+def uses_lanes(p: Program) -> bool:
+    work = sum(OPS[s.op].cost if OPS[s.op].lanes else 1 for s in p.steps if is_vector_step(s))
+    return len(p.steps) <= MAX_STEPS and work >= MIN_WORK * (len(p.inputs) + len(p.outputs))
+
+
+def segments(p: Program) -> list[list[Step]]:
+    """Steps in a dependency-respecting order, cut into runs of one kind (vector or call).
+
+    Kahn's algorithm with one ready queue per kind, each in program order: drain one kind's
+    queue (steps made ready meanwhile join it), then switch kinds while the other has work.
+    """
+    index = {s.target: k for k, s in enumerate(p.steps)}
+    waiting = [0] * len(p.steps)
+    users: list[list[int]] = [[] for _ in p.steps]
+    for k, s in enumerate(p.steps):
+        for name in {_value(o) for o in s.operands} - {None}:
+            if name in index:
+                waiting[k] += 1
+                users[index[name]].append(k)
+    ready: dict[bool, list[int]] = {True: [], False: []}
+    for k, s in enumerate(p.steps):
+        if not waiting[k]:
+            ready[is_vector_step(s)].append(k)
+    kind = True
+    runs: list[list[Step]] = []
+    while ready[True] or ready[False]:
+        if not ready[kind]:
+            kind = not kind
+        queue, run = ready[kind], []
+        heapq.heapify(queue)
+        while queue:
+            k = heapq.heappop(queue)
+            run.append(p.steps[k])
+            for u in users[k]:
+                waiting[u] -= 1
+                if not waiting[u]:
+                    heapq.heappush(ready[is_vector_step(p.steps[u])], u)
+        runs.append(run)
+        kind = not kind
+    return runs
+
+
+def _slots(p: Program, runs: list[list[Step]], direct_inputs: bool = False,
+           direct_outputs: bool = False) -> dict[str, int]:
+    """Slot of every value read outside the segment that defines it (inputs: segment -1,
+    outputs: read by segment len(runs)), but inputs the segments read from _X directly and
+    outputs they store in _OUT directly. Linear scan; the lowest free slot is reused first."""
+    defined = {} if direct_inputs else {name: -1 for name in p.inputs}
+    for k, run in enumerate(runs):
+        for s in run:
+            defined[s.target] = k
+    last: dict[str, int] = {}
+    for k, run in enumerate(runs):
+        for s in run:
+            for name in map(_value, s.operands):
+                if name in defined and defined[name] != k:
+                    last[name] = max(last.get(name, k), k)
+    for _, operand in p.outputs:
+        if operand in defined and not (direct_outputs and defined[operand] >= 0):
+            last[operand] = len(runs)
+    born: dict[int, list[str]] = {}
+    dies: dict[int, list[str]] = {}
+    for name in defined:  # program order: deterministic
+        if name in last:
+            born.setdefault(defined[name], []).append(name)
+            dies.setdefault(last[name], []).append(name)
+    slot: dict[str, int] = {}
+    free: list[int] = []
+    count = 0
+    for k in range(-1, len(runs) + 1):
+        # A segment loads what it reads before it stores what it defines, so a value that
+        # dies here may hand its slot to one born here.
+        for name in dies.get(k, []):
+            heapq.heappush(free, slot[name])
+        for name in born.get(k, []):
+            if free:
+                slot[name] = heapq.heappop(free)
+            else:
+                slot[name], count = count, count + 1
+    return slot
+
+
+def lane_kernel_lines(p: Program) -> list[str]:
+    """The lane kernel, whatever the program's size (`batch_kernel_lines` chooses)."""
+    runs = segments(p)
+    widths = {name: width for name, width in (("_X", len(p.inputs)), ("_OUT", len(p.outputs)))
+              if width <= MAX_CONSTANT_WIDTH}
+    # Narrow rows are read and written where the segments need them: vector loads and stores
+    # of constant stride, no copy through slots (linear MSE: 2.53 -> 2.20 ns a point).
+    direct_in, direct_out = "_X" in widths, "_OUT" in widths
+    slot = _slots(p, runs, direct_in, direct_out)
+    count = max(slot.values(), default=0) + 1
+    column = {name: k for k, name in enumerate(p.inputs)} if direct_in else {}
+    stored: set[str] = set()  # outputs a segment stores itself
+
+    def cell(name: str) -> str:
+        return f"_T[{slot[name] * BLOCK} + _j]"
+
+    def loop(body: list[str]) -> list[str]:
+        return [f"{I1}for _j in range(_m):", *body] if body else []
+
+    limited = {s.target for s in p.steps if any(f in LIMITED for f in vecmath_calls(
+        OPS[s.op].render("lanes", list(s.operands))))}
+    lines = [f"def {p.name}_lanes(_X, _OUT, _T{', _F' if limited else ''}, _s, _m):",
+             f"{I1}# Points _s .. _s + _m - 1; a value crossing segments lives in _T[slot * "
+             f"{BLOCK} + _j]."]
+    if limited:
+        lines.append(f"{I1}# _F[_j]: point _j has a sin/cos argument beyond vecmath's exact range")
+    lines += loop([f"{I2}{cell(name)} = _X[_s + _j, {k}]"
+                   for k, name in enumerate(p.inputs) if name in slot]
+                  + ([f"{I2}_F[_j] = False"] if limited else []))
+    for run in runs:
+        mine = {s.target for s in run}
+        reads = dict.fromkeys(name for s in run for name in map(_value, s.operands)
+                              if (name in slot or name in column) and name not in mine)
+        body = [f"{I2}{name} = {cell(name) if name in slot else f'_X[_s + _j, {column[name]}]'}"
+                for name in reads]
+        body += step_lines(replace(p, steps=tuple(run)), "lanes", I2)
+        body += [f"{I2}_F[_j] |= abs({operand}) > {SIN_COS_LIMIT!r}" for operand in
+                 dict.fromkeys(s.operands[0] for s in run if s.target in limited)]
+        body += [f"{I2}{cell(s.target)} = {s.target}" for s in run if s.target in slot]
+        if direct_out:
+            body += [f"{I2}_OUT[_s + _j, {k}] = {o}" for k, (_, o) in enumerate(p.outputs)
+                     if o in mine]
+            stored |= mine
+        lines += loop(body)
+
+    def output(o: str) -> str:
+        return cell(o) if o in slot else f"_X[_s + _j, {column[o]}]" if o in column else o
+
+    lines += loop([f"{I2}_OUT[_s + _j, {k}] = {output(o)}"
+                   for k, (_, o) in enumerate(p.outputs) if o not in stored])
+    lines += loop([f"{I2}if _F[_j]:  # again with libm's sin/cos (the row kernel's steps)",
+                   f"{I2}{I1}{p.name}_steps(_X[_s + _j], _OUT[_s + _j])"] if limited else [])
+    return lines + ["", "", f"_{p.name}_lanes = _lane_loops({p.name}_lanes, slots={count * BLOCK}, "
+                    f"block={BLOCK}, chunk={CHUNK}, widths={widths})", "", "",
+                    *_chunks_kernel(p, CHUNK, [f"_{p.name}_lanes(_X, _OUT, _c)  # {p.name}_lanes "
+                                               f"on each block of {BLOCK} points"], widths)]
+
+
+def point_kernel_lines(p: Program) -> list[str]:
+    """A loop calling the row kernel on each point."""
+    rows = max(1, min(CHUNK, CHUNK_WORK // max(1, p.cost)))
+    # Views of the chunk, indexed from 0: indices LLVM can prove non-negative need no
+    # wraparound code (`_X[_c * rows + _k]` took twice as long: _c comes from an atomic add).
+    return _chunks_kernel(p, rows, [f"_x, _o = _X[_c * {rows}:_c * {rows} + {rows}], "
+                                    f"_OUT[_c * {rows}:_c * {rows} + {rows}]",
+                                    "for _k in range(_x.shape[0]):",
+                                    f"{I1}{p.name}_row(_x[_k], _o[_k])"])
+
+
+def _chunks_kernel(p: Program, rows: int, chunk: list[str], widths: dict[str, int] | None = None
+                   ) -> list[str]:
+    """``NAME_chunks`` (`chunk`: the lines that run chunk _c, `rows` rows) and ``NAME_batch``.
+    The kernel checks that it stays inside the arrays: row lengths its lane code takes as
+    constants (`widths`) exactly, others as lower bounds. Once LLVM knew a wide row's exact
+    length, it copied rows with gathers and scatters (Rosenbrock-10: 9 -> 35 ns a point).
+    NAME_batch checks every shape exactly."""
+    n, m = len(p.inputs), len(p.outputs)
+    checks = ["_OUT.shape[0] != _X.shape[0]"] + [
+        f"{name}.shape[1] != {widths[name]}" if name in (widths or {}) else
+        f"{name}.shape[1] < {width}" for name, width in (("_X", n), ("_OUT", m))]
+    return [JIT_BATCH, f"def {p.name}_chunks(_X, _OUT, _claims):",
+            f"{I1}if {' or '.join(checks)}:",
+            f"{I2}return -1  # not this kernel's shapes",
+            f"{I1}_n = (_X.shape[0] + {rows - 1}) // {rows}  # chunks of {rows} points",
+            f"{I1}_c = _fetch_add(_claims, 0)",
+            f"{I1}while _c < _n:",
+            *[I2 + line for line in chunk],
+            f"{I2}_fetch_add(_claims, 1)",
+            f"{I2}_c = _fetch_add(_claims, 0)",
+            f"{I1}_spins = 0",
+            f"{I1}while _load_acquire(_claims, 1) < _n and _spins < {SPINS}:",
+            f"{I2}_spins += 1  # other threads' chunks",
+            f"{I1}return _n - _load_acquire(_claims, 1)",
+            "", "",
+            f"def {p.name}_batch(_X, _OUT):",
+            f'{I1}"""The whole batch on this thread."""',
+            f"{I1}if (_X.shape[1:] != ({n},) or _OUT.shape != (_X.shape[0], {m})",
+            f"{I2}{I1}or {p.name}_chunks(_X, _OUT, np.zeros(2, np.int64)) < 0):",
+            f'{I2}raise ValueError(f"{p.name}_batch needs _X of shape (N, {n}) and _OUT of '
+            f'shape (N, {m}), "',
+            f'{I2}                 f"got {{_X.shape}} and {{_OUT.shape}}")']
+
+
+def batch_kernel_lines(p: Program) -> list[str]:
+    """Source lines of ``{p.name}_chunks(_X, _OUT, _claims)`` and ``{p.name}_batch(_X, _OUT)``
+    (and the ``{p.name}_lanes`` they run): rows of `_X` are points, rows of `_OUT` their
+    outputs. Needs ``{p.name}_row`` beside it."""
+    return lane_kernel_lines(p) if uses_lanes(p) else point_kernel_lines(p)

@@ -1,0 +1,313 @@
+"""Tape kernels: programs as instruction arrays for the one cached interpreter.
+
+A straight-line kernel costs Numba/LLVM compile time that grows faster than its length (minutes
+at 10^5 steps). A tape costs none: each `Program` becomes a few NumPy arrays that the
+interpreter in `symgraph.tape_interpreter` (compiled once per machine) runs as they are.
+
+    module = build_tape_module(programs)      # drop-in for a generated module
+    module.value_grad_row(x, out)             # x: (n,) floats, out: (k,)
+    module.value_grad_batch(X, OUT)           # X: (N, n), OUT: (N, k), rows in parallel
+    print(module.source)                      # the tape as readable steps
+
+Building a tape: n-ary sums and products become chains of binary instructions evaluated left
+to right, and ``x**k`` for a literal integer ``0 < |k| <= 4`` becomes multiplications: the
+same arithmetic, in the same order, as the straight-line kernels, so results are equal bit for
+bit (but for the vector ops, which use symgraph.vecmath: see tape_interpreter). The
+instructions are then reordered so that equal ops run back to back where dependencies allow
+(`cluster_order`), registers are assigned by a linear scan (`linear_scan`):
+``[inputs | constants | work]``, a value takes a free register at its first write and gives it
+back after its last use, so the file holds the live values, not the steps; and the runs of one
+op are cut into the interpreter's blocks (`split_blocks`). The passes (`tape_passes`) are
+Numba functions (cached), so a 10^6-instruction tape builds in seconds.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from ...ir.traversal import bulk
+from ...lower.schedule import Program, Step
+from ..numba.cache import preload
+from .interpreter import (
+    ADD,
+    DIV,
+    INSTRUCTION_NAMES,
+    MAX_BLOCK,
+    MUL,
+    NEG,
+    NMUL,
+    OPCODES,
+    SINCOS,
+    SUB,
+    VECTOR_OPCODES,
+)
+from .module import LANE_BUDGET, Tape, TapeModule, lane_width, tape_text
+from .passes import cluster_order, linear_scan, split_blocks
+
+__all__ = ["LANE_BUDGET", "STRATEGIES", "TAPE_THRESHOLD_OPS", "Tape", "TapeModule", "build_tape",
+           "build_tape_module", "choose_strategy", "lane_width", "lanes_beat_rows", "tape_text"]
+
+_SPECIAL_LITERALS = {"math.nan": math.nan, "math.inf": math.inf, "-math.inf": -math.inf}
+_CHAINED = {"add": ADD, "mul": MUL}
+STRATEGIES = ("auto", "straight", "tape")
+# Measured with benchmarks/scale.py: a straight-line Numba kernel compiles in ~0.2 ms per
+# operation for the row and ~0.3 ms for the batch (~2 s at this size, 4,517 ops: 0.95 s + 1.2 s;
+# ~9 s at 13,000); a tape builds in ~3 us per instruction with nothing to compile (its
+# interpreter loads from Numba's cache in ~0.4 s) and evaluates ~3x slower per point.
+TAPE_THRESHOLD_OPS = 4_000
+
+
+def _literal(text: str) -> float | None:
+    if text in _SPECIAL_LITERALS:
+        return _SPECIAL_LITERALS[text]
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def _small_int_exponent(text: str) -> int | None:
+    # Mirrors the op table's pow template, so the same exponents become multiplications.
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return int(value) if value.is_integer() and 0 < abs(value) <= 4 else None
+
+
+class _Builder:
+    """Instructions over value ids: ``>= 0`` step values (virtual), ``< 0`` fixed registers."""
+
+    def __init__(self, inputs: Sequence[str]) -> None:
+        self.ids = {name: -(i + 1) for i, name in enumerate(inputs)}
+        self.n_inputs = len(inputs)
+        self.constants: list[float] = []
+        self.constant_ids: dict[str, int] = {}
+        self.code: list[tuple[int, int, int, int, int, int]] = []  # op, dst, a, b, c, step
+        self.values = 0
+        # A negation step is no instruction: its name stands for its operand, negated. Sums
+        # absorb it (SUB), products too (NMUL); other ops get one NEG per value, on first use.
+        self.negations: dict[str, int] = {}
+        self.negated: dict[int, int] = {}
+        # sin(u) and cos(u) of one operand (a value and its derivative): one SINCOS instruction
+        self.sin_cos_pairs: dict[int, tuple[str, str]] = {}
+
+    def new_value(self) -> int:
+        self.values += 1
+        return self.values - 1
+
+    def constant(self, value: float) -> int:
+        key = value.hex() if not math.isnan(value) else "nan"  # keeps -0.0 apart from 0.0
+        if key not in self.constant_ids:
+            self.constant_ids[key] = -(self.n_inputs + len(self.constants) + 1)
+            self.constants.append(value)
+        return self.constant_ids[key]
+
+    def emit(self, op: int, dst: int, a: int, b: int, c: int, step: int) -> None:
+        self.code.append((op, dst, a, b, c, step))
+
+    def operand(self, text: str, step: int) -> tuple[int, bool]:
+        """(value id, negated): identifiers, ``-identifier`` (a negation printed in a sum) or
+        literals."""
+        sign = text.startswith("-") and text[1:].isidentifier()
+        name = text[1:] if sign else text
+        if name in self.ids:
+            return self.ids[name], sign
+        if name in self.negations:
+            return self.negations[name], not sign
+        value = _literal(text)
+        if value is None:
+            raise ValueError(f"unknown operand {text!r} in step {step}")
+        return self.constant(value), False
+
+    def plain(self, text: str, step: int) -> int:
+        """An operand as a value id, materializing a negation where the op cannot absorb it."""
+        value, negated = self.operand(text, step)
+        if not negated:
+            return value
+        if value not in self.negated:
+            self.negated[value] = self.new_value()
+            self.emit(NEG, self.negated[value], value, value, value, step)
+        return self.negated[value]
+
+    def step(self, index: int, step: Step) -> None:
+        operands = step.operands
+        if step.target in self.ids:  # the cos (or sin) of a SINCOS pair already emitted
+            return
+        if index in self.sin_cos_pairs:
+            sin_target, cos_target = self.sin_cos_pairs[index]
+            value = self.plain(operands[0], index)
+            self.ids[sin_target], self.ids[cos_target] = self.new_value(), self.new_value()
+            self.emit(SINCOS, self.ids[sin_target], value, value, self.ids[cos_target], index)
+            return
+        if step.op == "neg":
+            value, negated = self.operand(operands[0], index)
+            if negated:  # -(-x) is x
+                self.ids[step.target] = value
+            else:
+                self.negations[step.target] = value
+        elif step.op in _CHAINED:
+            self.chain(index, step)
+        elif step.op == "pow" and _small_int_exponent(operands[1]) is not None:
+            self.small_power(index, step, _small_int_exponent(operands[1]))
+        else:
+            code = OPCODES.get(step.op)
+            if code is None:
+                raise NotImplementedError(f"the tape interpreter has no op {step.op!r}")
+            args = [self.plain(text, index) for text in operands]
+            args += [args[0]] * (3 - len(args))
+            dst = self.new_value()
+            self.emit(code, dst, args[0], args[1], args[2], index)
+            self.ids[step.target] = dst
+
+    def chain(self, index: int, step: Step) -> None:
+        # Left to right, as Python evaluates `a + b - c + d`: the same rounding.
+        code = _CHAINED[step.op]
+        first, negated = self.operand(step.operands[0], index)
+        if len(step.operands) == 1 and not negated:
+            self.ids[step.target] = first  # a one-term sum is its term: no instruction
+            return
+        dst = self.new_value()
+        terms = [(first, negated)] + [self.operand(text, index) for text in step.operands[1:]]
+        if code == MUL and len(terms) > 1:
+            # Negated factors only set the sign, which the last link applies.
+            odd = sum(negated for _, negated in terms) % 2
+            for k, (value, _) in enumerate(terms[1:], 1):
+                last = k == len(terms) - 1
+                self.emit(NMUL if odd and last else MUL, dst, first, value, value, index)
+                first = dst
+            self.ids[step.target] = dst
+            return
+        if negated and len(terms) > 1 and not terms[1][1]:
+            # -a + b is b - a bit for bit (addition commutes exactly).
+            terms = [(terms[1][0], False), (first, True)] + terms[2:]
+            first, negated = terms[0]
+        if negated:
+            self.emit(NEG, dst, first, first, first, index)
+            first = dst
+        for value, negated in terms[1:]:
+            self.emit(SUB if negated else code, dst, first, value, value, index)
+            first = dst
+        self.ids[step.target] = dst
+
+    def small_power(self, index: int, step: Step, k: int) -> None:
+        # The pow template: x**3 is `x * x * x`, x**-2 is `1.0 / (x * x)`, x**-1 is `1.0 / x`.
+        base = self.plain(step.operands[0], index)
+        dst = self.new_value()
+        product = base
+        for _ in range(abs(k) - 1):
+            self.emit(MUL, dst, product, base, base, index)
+            product = dst
+        if k < 0:
+            one = self.constant(1.0)
+            self.emit(DIV, dst, one, product, product, index)
+        elif k == 1:
+            self.emit(MUL, dst, base, self.constant(1.0), base, index)  # not produced by
+            # schedule (x**1 simplifies), kept for completeness: x * 1.0 is x bit for bit.
+        self.ids[step.target] = dst
+
+    def output(self, text: str) -> int:
+        return self.plain(text, -1)
+
+
+def _sin_cos_pairs(steps: Sequence[Step]) -> dict[int, tuple[str, str]]:
+    """For each sin(u)/cos(u) pair of the same operand: the index of its first step -> (the sin
+    step's target, the cos step's target)."""
+    first: dict[tuple[str, str], tuple[int, str]] = {}
+    pairs: dict[int, tuple[str, str]] = {}
+    for index, step in enumerate(steps):
+        if step.op in ("sin", "cos"):
+            other = first.get(("cos" if step.op == "sin" else "sin", step.operands[0]))
+            if other is None:
+                first[(step.op, step.operands[0])] = (index, step.target)
+                continue
+            at, target = other
+            pairs[at] = (step.target, target) if step.op == "sin" else (target, step.target)
+    return pairs
+
+
+def build_tape(program: Program) -> Tape:
+    """The tape of one program; raises NotImplementedError for an op the interpreter lacks."""
+    builder = _Builder(program.inputs)
+    builder.sin_cos_pairs = _sin_cos_pairs(program.steps)
+    for index, step in enumerate(program.steps):
+        builder.step(index, step)
+    outputs = [builder.output(operand) for _, operand in program.outputs]
+    n_fixed = builder.n_inputs + len(builder.constants)
+    code = np.array(builder.code, dtype=np.int64).reshape(-1, 6)
+    preload([cluster_order, linear_scan, split_blocks])  # from Numba's cache, without its set-up
+    code = code[cluster_order(code, builder.values, len(INSTRUCTION_NAMES))]
+    rows, out, n_registers = linear_scan(code, np.array(outputs, dtype=np.int64),
+                                         builder.values, n_fixed)
+    opcodes, targets = rows[:, 0].copy(), rows[:, 1].copy()
+    operands, step_of = np.ascontiguousarray(rows[:, 2:]), code[:, 5].astype(np.int32)
+    vector = np.zeros(len(INSTRUCTION_NAMES), np.bool_)
+    vector[list(VECTOR_OPCODES)] = True
+    blocks = split_blocks(opcodes, operands, targets, n_registers, vector, MAX_BLOCK)
+    return Tape(program.name, tuple(program.inputs), tuple(label for label, _ in program.outputs),
+                n_registers, opcodes, operands, targets, blocks,
+                np.array(builder.constants, dtype=np.float64), out, step_of, program.steps)
+
+
+# Per point and one thread, measured on the suite (x86-64, AVX-512): a loop over a straight-line
+# row kernel costs ~0.17 ns per arithmetic operation (values stay in CPU registers) and ~12 ns
+# per libm call; the tape's lanes ~0.38 ns per instruction (register rows stream through the
+# cache) and ~2.5 ns per vector-op value (symgraph.vecmath). Calls without a vector form cost
+# the same either way.
+ROW_NS_PER_OP, ROW_NS_PER_CALL = 0.17, 12.0
+LANE_NS_PER_INSTRUCTION, LANE_NS_PER_VECTOR_CALL = 0.38, 2.5
+_VECTOR_NAMES = frozenset(INSTRUCTION_NAMES[op] for op in VECTOR_OPCODES)
+
+
+def lanes_beat_rows(program: Program) -> bool:
+    """Whether a batch of `program` runs faster on the tape's lanes than as a loop over its
+    straight-line row kernel: when enough of it is exp/log/sin/cos/tanh/erf..., which the
+    lanes compute in SIMD and the row kernel in scalar libm calls (MLP losses, deep nests)."""
+    vector = sum(1 for s in program.steps if s.op in _VECTOR_NAMES)
+    ops = program.op_count
+    row = ROW_NS_PER_OP * (ops - vector) + ROW_NS_PER_CALL * vector
+    lanes = LANE_NS_PER_INSTRUCTION * ops + LANE_NS_PER_VECTOR_CALL * vector
+    return lanes < row
+
+
+def choose_strategy(programs: Sequence[Program], strategy: str = "auto") -> str:
+    """``"straight"`` or ``"tape"``: `strategy` itself, or for ``"auto"`` the tape when the
+    largest program has more than `TAPE_THRESHOLD_OPS` operations, where a straight-line Numba
+    kernel would take longer to compile than the tape takes to build and run many times."""
+    if strategy not in STRATEGIES:
+        raise ValueError(f"unknown strategy {strategy!r}; choose one of {list(STRATEGIES)}")
+    if strategy != "auto":
+        return strategy
+    largest = max((p.op_count for p in programs), default=0)
+    return "tape" if largest > TAPE_THRESHOLD_OPS else "straight"
+
+
+@bulk
+def build_tape_module(programs: Sequence[Program]) -> TapeModule:
+    """A drop-in for a generated module, running `programs` on the tape interpreter."""
+    return TapeModule([build_tape(p) for p in programs])
+
+
+def precompile() -> int:
+    """Compile the tape's Numba code (the build passes and the interpreter's entry points, for
+    the argument types symgraph passes them) into Numba's on-disk cache now, so that no tape on
+    this machine waits for it: ~10 s, once per machine, Numba and symgraph version (the first
+    tape would pay it otherwise). Returns how many functions it compiled (0: all cached)."""
+    from .interpreter import run_batch, run_points, run_row
+
+    entry_points = (cluster_order, linear_scan, split_blocks, run_row, run_batch, run_points)
+    preload(entry_points)
+    before = sum(sum(f.stats.cache_misses.values()) for f in entry_points)
+    steps = (Step("t0", "sin", ("a",)), Step("t1", "cos", ("a",)), Step("t2", "mul", ("t0", "b")),
+             Step("f", "add", ("t2", "t1")))
+    tape = build_tape(Program("value", ("a", "b"), steps, (("f", "f"),)))
+    module = TapeModule([tape])
+    X, OUT = np.ones((3, 2)), np.empty((3, 1))
+    module.value_row(X[0], OUT[0])
+    module.value_batch(X, OUT)  # lanes
+    run_points(*tape.arrays, X, OUT, np.empty(tape.n_registers + 2 * MAX_BLOCK))
+    return sum(sum(f.stats.cache_misses.values()) for f in entry_points) - before
+

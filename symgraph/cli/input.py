@@ -1,0 +1,126 @@
+"""Reading the command line's input: expressions (argument, -f FILE, stdin), --wrt, --at.
+
+Every problem with the input is a `UsageError` (exit code 2) whose message is one paragraph;
+parse errors keep the parser's caret under the bad position.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..ir.evaluate import free_symbols
+from ..ir.node import Node
+from ..ir.ops import CONSTANTS
+
+_NAMED = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*=(?!=)")
+_AT_ITEM = re.compile(r"\s*([^\W\d]\w*)\s*=\s*(\S.*?)\s*$")
+
+
+class UsageError(ValueError):
+    """Bad input from the user: exit code 2."""
+
+
+class Failure(RuntimeError):
+    """Anything else that stops a command with a message: exit code 1."""
+
+
+# -- reading expressions -------------------------------------------------------------------------
+
+
+def _sources(args: argparse.Namespace) -> list[tuple[str, str]]:
+    """(text, where) of each expression: the arguments, or the lines of -f FILE / stdin."""
+    if args.file is not None and args.exprs:
+        raise UsageError("give the expression either as an argument or with -f, not both")
+    if args.file is None and args.exprs != ["-"]:
+        if not args.exprs:
+            raise UsageError("no expression given: pass it as an argument, with -f FILE, "
+                             "or as '-' to read standard input")
+        if "-" in args.exprs:
+            raise UsageError("'-' (standard input) cannot be mixed with other expressions")
+        return [(text, "") for text in args.exprs]
+    origin = "standard input" if args.file in (None, "-") else args.file
+    if args.file in (None, "-"):
+        text = sys.stdin.read()
+    else:
+        try:
+            text = Path(args.file).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as error:
+            raise UsageError(f"cannot read {args.file}: {error}") from None
+    lines = [(line, f" (line {number} of {origin})")
+             for number, line in enumerate(text.splitlines(), 1)
+             if line.strip() and not line.lstrip().startswith("#")]
+    if not lines:
+        raise UsageError(f"{origin} holds no expression")
+    return lines
+
+
+def read_expressions(args: argparse.Namespace, count: str = "one") -> tuple[list[str], list[Node]]:
+    """(names, nodes); `count` is "one" or "many". Parse errors keep the parser's caret."""
+    from ..frontends.parser import parse  # the parser is a sibling stage; import on use
+
+    sources = _sources(args)
+    if count == "one" and len(sources) > 1:
+        raise UsageError(f"{args.command} takes one expression, got {len(sources)} "
+                         "(jacobian, codegen and graph take several)")
+    names, nodes = [], []
+    for index, (text, where) in enumerate(sources):
+        match = _NAMED.match(text)
+        if match:  # blank the label out, so error positions still point into the text
+            text = " " * match.end() + text[match.end():]
+        try:
+            nodes.append(parse(text))
+        except (ValueError, TypeError, RecursionError, OverflowError) as error:
+            raise UsageError(f"cannot read the expression{where}: {error}") from None
+        default = "f" if len(sources) == 1 else f"f{index}"
+        names.append(match.group(1) if match else default)
+    if len(set(names)) != len(names):
+        raise UsageError(f"two expressions have the same name: {', '.join(names)}")
+    return names, nodes
+
+
+def variables_of(args: argparse.Namespace, exprs: Sequence[Node]) -> list[str]:
+    """The --wrt names (checked against the expressions), else every variable by name."""
+    known = [s.value for s in free_symbols(exprs)]
+    if not args.wrt:
+        return known
+    wanted = [w.strip() for item in args.wrt for w in item.split(",")]
+    for w in wanted:
+        if w not in known:
+            listed = ", ".join(known) or "none"
+            raise UsageError(f"--wrt names {w!r}, which is not a variable of the expression "
+                             f"(its variables: {listed})")
+    if len(set(wanted)) != len(wanted):
+        raise UsageError("--wrt names a variable twice")
+    return wanted
+
+
+def parse_point(items: Sequence[str] | None, needed: Sequence[str]) -> dict[str, float]:
+    """``--at x=3,y=2`` (or repeated --at): a value for exactly the expression's variables."""
+    point: dict[str, float] = {}
+    for item in [p for group in items or [] for p in group.split(",") if p.strip()]:
+        match = _AT_ITEM.match(item)
+        if not match:
+            raise UsageError(f"--at takes NAME=NUMBER pairs separated by commas, like "
+                             f"--at x=3,y=2; cannot read {item.strip()!r}")
+        name, raw = match.groups()
+        try:
+            value = CONSTANTS[raw] if raw in CONSTANTS else float(raw)  # pi, e, inf work too
+        except ValueError:
+            raise UsageError(f"--at {name}={raw}: {raw!r} is not a number") from None
+        if name in point:
+            raise UsageError(f"--at gives {name} twice")
+        if name not in needed:
+            listed = ", ".join(needed) or "none"
+            raise UsageError(f"--at gives a value for {name}, which is not a variable of the "
+                             f"expression (its variables: {listed})")
+        point[name] = value
+    missing = [n for n in needed if n not in point]
+    if missing:
+        example = ",".join(f"{n}=1" for n in needed)
+        raise UsageError(f"no value for {', '.join(missing)}: give every variable with --at, "
+                         f"like --at {example}")
+    return {n: point[n] for n in needed}

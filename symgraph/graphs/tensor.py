@@ -1,0 +1,278 @@
+"""Small arrays of expression nodes with NumPy broadcasting, expanded to scalar nodes.
+
+A `Tensor` is an object array of `Node`s, with the kind of tensor-level operation that made it
+and an optional name (for messages and reprs). Every operation is expanded element by element
+into ordinary scalar nodes through `graph.apply`, so interning, CSE, differentiation and kernels
+work on them unchanged:
+
+    >>> W, x = symbolic("W", (2, 3)), symbolic("x", (3,))
+    >>> y = (W @ x + 1.0).tanh()          # a (2,) Tensor of scalar nodes
+
+Shapes are small (a few features, a few dozen points): the expansion is the point, not speed.
+Sums are one n-ary ``add`` node, so a reduction is a single step in the generated code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..ir.node import Node, _as_node, apply, const, symbol
+from ..ir.ops import OPS
+
+ShapeLike = Sequence[int] | int
+
+
+class ShapeError(ValueError):
+    """Shapes that do not broadcast, multiply or reshape."""
+
+
+class Tensor:
+    """An n-d array of scalar nodes; `op` says what made it (``placeholder``, ``mul``...)."""
+
+    __slots__ = ("nodes", "op", "name", "__weakref__")
+    __array_ufunc__ = None  # ndarray <op> Tensor defers to Tensor's reflected operators
+
+    def __init__(self, nodes: np.ndarray, op: str = "constant", name: str | None = None) -> None:
+        self.nodes = nodes
+        self.op = op
+        self.name = name
+
+    # -- queries --------------------------------------------------------------------------------
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.nodes.shape
+
+    @property
+    def ndim(self) -> int:
+        return self.nodes.ndim
+
+    @property
+    def size(self) -> int:
+        return self.nodes.size
+
+    def flat_nodes(self) -> list[Node]:
+        """The scalar nodes in row-major order (the layout of kernel inputs and outputs)."""
+        return list(self.nodes.flat)
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of a 0-d tensor")
+        return self.shape[0]
+
+    def __bool__(self):
+        raise TypeError("the truth value of a symbolic tensor is unknown until it is run; "
+                        "use where(cond, a, b) for a branch inside the graph")
+
+    def __repr__(self) -> str:
+        label = f" {self.name!r}" if self.name else ""
+        return f"<Tensor{label} {self.op} shape={self.shape}>"
+
+    # -- elementwise operators ------------------------------------------------------------------
+    def __add__(self, other): return elementwise("add", self, other)
+    def __radd__(self, other): return elementwise("add", other, self)
+    def __sub__(self, other): return _map(_subtract, "sub", self, other)
+    def __rsub__(self, other): return _map(_subtract, "sub", other, self)
+    def __mul__(self, other): return elementwise("mul", self, other)
+    def __rmul__(self, other): return elementwise("mul", other, self)
+    def __truediv__(self, other): return elementwise("div", self, other)
+    def __rtruediv__(self, other): return elementwise("div", other, self)
+    def __pow__(self, other): return elementwise("pow", self, other)
+    def __rpow__(self, other): return elementwise("pow", other, self)
+    def __neg__(self): return elementwise("neg", self)
+    def __pos__(self): return self
+    def __abs__(self): return elementwise("abs", self)
+    def __lt__(self, other): return elementwise("lt", self, other)
+    def __le__(self, other): return elementwise("le", self, other)
+    def __gt__(self, other): return elementwise("gt", self, other)
+    def __ge__(self, other): return elementwise("ge", self, other)
+    def __matmul__(self, other): return matmul(self, other)
+    def __rmatmul__(self, other): return matmul(other, self)
+    # == stays identity: tensors are dict keys (feed_dict), like nodes.
+    __eq__ = object.__eq__
+    __hash__ = object.__hash__
+
+    def call(self, op: str, *others) -> Tensor:
+        """Any op of the table, elementwise: ``t.call("atan2", u)``."""
+        return elementwise(op, self, *others)
+
+    def pow(self, exponent) -> Tensor: return elementwise("pow", self, exponent)
+    def square(self) -> Tensor: return _map(lambda a: apply("pow", a, 2.0), "square", self)
+    def exp(self) -> Tensor: return elementwise("exp", self)
+    def log(self) -> Tensor: return elementwise("log", self)
+    def sqrt(self) -> Tensor: return elementwise("sqrt", self)
+    def tanh(self) -> Tensor: return elementwise("tanh", self)
+    def sigmoid(self) -> Tensor: return elementwise("sigmoid", self)
+    def relu(self) -> Tensor: return elementwise("relu", self)
+    def sin(self) -> Tensor: return elementwise("sin", self)
+    def cos(self) -> Tensor: return elementwise("cos", self)
+
+    # -- reductions and shapes ------------------------------------------------------------------
+    def sum(self, axis: int | None = None) -> Tensor: return reduce_sum(self, axis)
+    def mean(self, axis: int | None = None) -> Tensor: return reduce_mean(self, axis)
+
+    def reshape(self, *shape) -> Tensor:
+        target = shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape
+        try:
+            nodes = self.nodes.reshape(target)
+        except ValueError:
+            raise ShapeError(f"cannot reshape a tensor of shape {self.shape} into "
+                             f"{tuple(target)}") from None
+        return Tensor(nodes, "reshape")
+
+    def flatten(self) -> Tensor:
+        return self.reshape(-1)
+
+    @property
+    def T(self) -> Tensor:
+        return Tensor(self.nodes.T, "transpose")
+
+    def __getitem__(self, index) -> Tensor:
+        picked = self.nodes[index]
+        if isinstance(picked, Node):
+            picked = _array([picked], ())
+        return Tensor(picked, "index")
+
+
+# -- construction ---------------------------------------------------------------------------------
+
+
+def _array(nodes: Iterable[Node], shape: tuple[int, ...]) -> np.ndarray:
+    flat = list(nodes)
+    out = np.empty(len(flat), dtype=object)
+    out[:] = flat  # element by element: Node is not a sequence, so NumPy never looks inside
+    return out.reshape(shape)
+
+
+def element_names(name: str, shape: tuple[int, ...]) -> list[str]:
+    """``W`` for a scalar, ``W[0]``, ``W[1]``... or ``W[0,1]`` for the elements of an array."""
+    if not shape:
+        return [name]
+    return [f"{name}[{','.join(map(str, i))}]" for i in np.ndindex(*shape)]
+
+
+def symbolic(name: str, shape: ShapeLike = (), op: str = "input") -> Tensor:
+    """A tensor of fresh symbols named after `name` and the element index."""
+    shape = (shape,) if isinstance(shape, int) else tuple(int(n) for n in shape)
+    if any(n < 0 for n in shape):
+        raise ShapeError(f"a shape has no negative sizes, got {shape}")
+    nodes = _array((symbol(n) for n in element_names(name, shape)), shape)
+    return Tensor(nodes, op, name)
+
+
+def constant(value: Any, name: str | None = None) -> Tensor:
+    """A tensor of constant nodes holding the numbers of `value` (array-like, float64)."""
+    data = np.asarray(value, dtype=np.float64)
+    return Tensor(_array((const(v) for v in data.flat), data.shape), "constant", name)
+
+
+def as_tensor(value: Any) -> Tensor:
+    if isinstance(value, Tensor):
+        return value
+    if isinstance(value, Node):
+        return Tensor(_array([value], ()), "expression")
+    return constant(value)
+
+
+# -- elementwise ----------------------------------------------------------------------------------
+
+
+def broadcast_shape(shapes: Sequence[tuple[int, ...]]) -> tuple[int, ...]:
+    try:
+        return tuple(np.broadcast_shapes(*shapes))
+    except ValueError:
+        raise ShapeError("shapes " + ", ".join(map(str, shapes)) +
+                         " do not broadcast together") from None
+
+
+def _map(build: Callable[..., Node], label: str, *operands) -> Tensor:
+    """Apply `build` to the broadcast elements of the operands."""
+    tensors = tuple(as_tensor(o) for o in operands)
+    shape = broadcast_shape([t.shape for t in tensors])
+    columns = [np.broadcast_to(t.nodes, shape).flat for t in tensors]
+    return Tensor(_array((build(*args) for args in zip(*columns)), shape), label)
+
+
+def _subtract(a: Node, b: Node) -> Node:
+    return a - b
+
+
+def elementwise(op: str, *operands) -> Tensor:
+    """An op of the table applied elementwise with NumPy broadcasting."""
+    if op not in OPS:
+        raise ValueError(f"unknown operation {op!r}")
+    return _map(lambda *args: apply(op, *args), op, *operands)
+
+
+def _function(name: str) -> Callable[..., Tensor]:
+    def function(*operands) -> Tensor:
+        return elementwise(name, *operands)
+
+    function.__name__ = function.__qualname__ = name
+    function.__doc__ = f"``{name}`` of the op table, elementwise over tensors."
+    return function
+
+
+FUNCTIONS: dict[str, Callable[..., Tensor]] = {name: _function(name) for name in OPS}
+
+
+def where(condition, a, b) -> Tensor:
+    return elementwise("where", condition, a, b)
+
+
+# -- reductions and products ----------------------------------------------------------------------
+
+
+def _total(nodes: Sequence[Node]) -> Node:
+    return apply("add", *nodes) if len(nodes) else const(0.0)
+
+
+def _reduce(t: Tensor, axis: int | None, label: str, finish: Callable[[Node, int], Node]
+            ) -> Tensor:
+    if axis is None:
+        rows, shape = t.nodes.reshape(1, -1), ()
+    else:
+        if not -t.ndim <= axis < t.ndim:
+            raise ShapeError(f"axis {axis} is out of range for a tensor of shape {t.shape}")
+        moved = np.moveaxis(t.nodes, axis, -1)
+        rows, shape = moved.reshape(-1, moved.shape[-1]), moved.shape[:-1]
+    count = rows.shape[1]
+    return Tensor(_array((finish(_total(list(row)), count) for row in rows), shape), label)
+
+
+def reduce_sum(t: Any, axis: int | None = None) -> Tensor:
+    """Sum of all elements (or along `axis`): one n-ary ``add`` node per result."""
+    return _reduce(as_tensor(t), axis, "sum", lambda total, n: total)
+
+
+def reduce_mean(t: Any, axis: int | None = None) -> Tensor:
+    """Mean as sum / count, the way ``np.mean`` computes it."""
+    t = as_tensor(t)
+    if t.size == 0:
+        raise ShapeError("the mean of an empty tensor is undefined")
+    return _reduce(t, axis, "mean", lambda total, n: apply("div", total, float(n)))
+
+
+def matmul(a: Any, b: Any) -> Tensor:
+    """``a @ b`` for 1-d and 2-d tensors; each result is one sum of products."""
+    a, b = as_tensor(a), as_tensor(b)
+    if not (1 <= a.ndim <= 2 and 1 <= b.ndim <= 2):
+        raise ShapeError(f"matmul takes 1-d or 2-d tensors, got shapes {a.shape} and {b.shape}")
+    left = a.nodes.reshape(1, -1) if a.ndim == 1 else a.nodes
+    right = b.nodes.reshape(-1, 1) if b.ndim == 1 else b.nodes
+    if left.shape[1] != right.shape[0]:
+        raise ShapeError(f"matmul shapes {a.shape} and {b.shape} do not match "
+                         f"({left.shape[1]} != {right.shape[0]})")
+    rows, inner, cols = left.shape[0], left.shape[1], right.shape[1]
+    products = (_total([apply("mul", left[i, k], right[k, j]) for k in range(inner)])
+                for i in range(rows) for j in range(cols))
+    shape = (rows,) * (a.ndim == 2) + (cols,) * (b.ndim == 2)
+    return Tensor(_array(products, shape), "matmul")
+
+
+def stack_nodes(values: Sequence[Node | float], shape: tuple[int, ...], label: str = "stack"
+                ) -> Tensor:
+    """A tensor from scalar nodes (or numbers) in row-major order."""
+    return Tensor(_array((_as_node(v) for v in values), shape), label)
