@@ -12,6 +12,7 @@ from .frontends.parser import ParseError, parse
 from .ir.evaluate import count_ops, evaluate, free_symbols
 from .ir.functions import FUNCTIONS as _FUNCTIONS
 from .ir.node import Node, apply, const, symbol, symbols
+from .ir.numpy_arrays import SymbolicArray  # and NumPy's protocols on Node
 from .ir.ops import OPS
 from .ir.printer import to_latex, to_text, to_text_cse
 from .version import __version__
@@ -42,8 +43,8 @@ pi = const(3.141592653589793)
 E = const(2.718281828459045)
 
 __all__ = [
-    "CompiledFunction", "Node", "OPS", "ParseError", "apply", "compile", "const", "count_ops",
-    "diff", "evaluate", "free_symbols", "from_sympy", "grad", "hessian", "jacobian", "jvp",
+    "CompiledFunction", "Node", "OPS", "ParseError", "SymbolicArray", "apply", "compile", "const",
+    "count_ops", "diff", "evaluate", "free_symbols", "from_sympy", "grad", "hessian", "jacobian", "jvp",
     "parse", "symbol", "symbols", "to_latex", "to_sympy", "to_text", "to_text_cse",
     "vjp", "__version__",
     "pi", "E", *sorted(_FUNCTIONS),

@@ -23,6 +23,8 @@ import numpy as np
 from .backends.numba.cache import Entry, entry_point, resolve
 from .backends.registry import BACKENDS, render_source
 from .frontends.coerce import as_expression, as_symbols
+from .frontends.traced import compile_function
+from .ir.node import Node
 from .ir.printer import to_latex
 from .ir.traversal import bulk
 from .lower.programs import build_programs
@@ -397,8 +399,9 @@ class CompiledFunction:
 
 def compile(expr: Any, args: Any = None, *, wrt: Any = None, backend: str = "numba",
             hessian: bool = False, cache_dir: str | os.PathLike | None = None,
-            strategy: str = "auto") -> CompiledFunction:
-    """Compile `expr` (a Node, text, SymPy expression, or a list of them).
+            strategy: str = "auto", example: Any = None) -> CompiledFunction:
+    """Compile `expr` (a Node, text, SymPy expression, or a list of them), or a Python
+    function traced on symbols (array parameters' shapes by `example`: frontends/traced.py).
 
     `args` are the kernel's inputs in order (default: the free symbols by name); derivatives
     are taken with respect to `wrt` (default: all of `args`), e.g. a model's parameters while
@@ -406,5 +409,9 @@ def compile(expr: Any, args: Any = None, *, wrt: Any = None, backend: str = "num
     ("straight") or the instruction tape run by one cached interpreter ("tape", whose compile
     time does not grow with the expression); "auto" takes the tape for very large programs.
     """
+    if callable(expr) and not isinstance(expr, Node):  # a Python function: trace it
+        return compile_function(CompiledFunction, expr, args, example=example, wrt=wrt,
+                                backend=backend, hessian=hessian, cache_dir=cache_dir,
+                                strategy=strategy)
     return CompiledFunction(expr, args, wrt=wrt, backend=backend, hessian=hessian,
                             cache_dir=cache_dir, strategy=strategy)

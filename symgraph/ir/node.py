@@ -75,13 +75,29 @@ class Node:
 
     def __bool__(self):
         raise TypeError(
-            "the truth value of a symgraph expression is unknown until it is evaluated; "
-            "use symgraph.where(cond, a, b) for a branch in the expression")
+            "the truth value of a symgraph expression is unknown until it is evaluated "
+            "(Python's `if`, `and`/`or`, `while` need a number); use symgraph.where(cond, a, b) "
+            "or np.where for a branch in the expression, or symgraph.dynamic.freeze to trace "
+            "a function that branches on values")
 
     def __float__(self) -> float:
         if self.op != "const":
-            raise TypeError(f"cannot convert a {self.op} expression to float")
+            raise TypeError(
+                f"cannot convert a {self.op} expression to float: it has no value until it is "
+                "evaluated. math.sin(x) and the math module need numbers: use np.sin(x) or "
+                "sg.sin(x) (NumPy's functions build expressions); store symbolic values in "
+                "arrays of dtype=object, not float arrays")
         return self.value
+
+    def __int__(self) -> int:
+        if self.op != "const":
+            raise TypeError(f"cannot convert a {self.op} expression to int: it has no value "
+                            "until it is evaluated; use np.floor(x) or sg.floor(x) for the "
+                            "expression, and numbers for sizes and indices")
+        return int(self.value)
+
+    # NumPy's __array_ufunc__ / __array_function__ (np.sin(x) is sin(x)) and the methods its
+    # object loops call (x.sin()) are installed by numpy_arrays, which needs this class.
 
     def __reduce__(self):
         raise TypeError("symgraph nodes are not pickled; send the printed text or the "
