@@ -44,8 +44,8 @@ E = const(2.718281828459045)
 
 __all__ = [
     "CompiledFunction", "Node", "OPS", "ParseError", "SymbolicArray", "apply", "compile", "const",
-    "count_ops", "diff", "evaluate", "free_symbols", "from_sympy", "grad", "hessian", "jacobian", "jvp",
-    "parse", "symbol", "symbols", "to_latex", "to_sympy", "to_text", "to_text_cse",
+    "count_ops", "diff", "evaluate", "free_symbols", "from_sympy", "grad", "hessian", "jacobian",
+    "jvp", "parse", "symbol", "symbols", "to_latex", "to_sympy", "to_text", "to_text_cse",
     "vjp", "__version__",
     "pi", "E", *sorted(_FUNCTIONS),
 ]

@@ -17,7 +17,8 @@ from ..ir.node import Node
 from ..ir.ops import CONSTANTS
 
 _NAMED = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*=(?!=)")
-_AT_ITEM = re.compile(r"\s*([^\W\d]\w*)\s*=\s*(\S.*?)\s*$")
+_AT_ITEM = re.compile(r"\s*([^\W\d]\w*(?:\[[0-9]+(?:,[0-9]+)*\])?)\s*=\s*(\S.*?)\s*$")
+_COMMA = re.compile(r",(?![0-9,]*\])")  # a separator, not the comma of an element W[0,1]
 
 
 class UsageError(ValueError):
@@ -87,7 +88,7 @@ def variables_of(args: argparse.Namespace, exprs: Sequence[Node]) -> list[str]:
     known = [s.value for s in free_symbols(exprs)]
     if not args.wrt:
         return known
-    wanted = [w.strip() for item in args.wrt for w in item.split(",")]
+    wanted = [w.strip() for item in args.wrt for w in _COMMA.split(item)]
     for w in wanted:
         if w not in known:
             listed = ", ".join(known) or "none"
@@ -101,7 +102,7 @@ def variables_of(args: argparse.Namespace, exprs: Sequence[Node]) -> list[str]:
 def parse_point(items: Sequence[str] | None, needed: Sequence[str]) -> dict[str, float]:
     """``--at x=3,y=2`` (or repeated --at): a value for exactly the expression's variables."""
     point: dict[str, float] = {}
-    for item in [p for group in items or [] for p in group.split(",") if p.strip()]:
+    for item in [p for group in items or [] for p in _COMMA.split(group) if p.strip()]:
         match = _AT_ITEM.match(item)
         if not match:
             raise UsageError(f"--at takes NAME=NUMBER pairs separated by commas, like "

@@ -2,7 +2,8 @@
 
 `scan` yields ``(kind, value, start, end)`` tuples lazily (a 1 MB input would otherwise hold a
 million token tuples at once). Kinds: ``"num"`` (value: a float), ``"name"`` (value: the
-identifier), ``"op"`` (value: the operator, ``^`` already spelled ``**``) and a final ``"end"``.
+identifier, or an array element's symbol such as ``w[0]`` or ``W[0,1]``), ``"op"`` (value: the
+operator, ``^`` already spelled ``**``) and a final ``"end"``.
 Everything else is a `ParseError` that points at the offending character.
 """
 
@@ -28,6 +29,7 @@ _TOKEN = re.compile(
 )
 _NUMBER_TAIL = re.compile(r"[\w.]*")  # what a malformed number runs on into, for the message
 _NAME_TAIL = re.compile(r"\w*")
+_INDEX = re.compile(r"\[[0-9]+(?:,[0-9]+)*\]")  # w[0], W[0,1]: an array element's symbol
 _KEYWORDS = frozenset(keyword.kwlist)
 _BITS = {16: 4, 8: 3, 2: 1}
 _MAX_BITS = 1030  # past 2**1024 a float is inf; never build a bigger int than this
@@ -176,5 +178,9 @@ def scan(text: str) -> Iterator[Token]:
             if name in _KEYWORDS:
                 raise ParseError(text, start,
                                  f"Python keyword {name!r} is not supported in expressions")
+            index = _INDEX.match(text, end)  # symbols of traced array parameters read back
+            if index:
+                end = index.end()
+                name = text[start:end]
             yield ("name", name, start, end)
         pos = end

@@ -220,6 +220,9 @@ def _latex_word(word: str) -> str:
 
 def _latex_name(name: str) -> str:
     """``x`` -> ``x``, ``alpha`` -> ``\\alpha``, ``x1``/``x_1`` -> ``x_{1}``, ``rate`` -> roman."""
+    element = re.fullmatch(r"([A-Za-z]+)\[([0-9,]+)\]", name)  # w[0] -> w_{0}
+    if element:
+        return f"{_latex_word(element[1])}_{{{element[2]}}}"
     m = re.fullmatch(r"([A-Za-z]+)_?([0-9]+)|([A-Za-z]+)_([A-Za-z0-9]+)", name)
     if m:
         base, sub = (m[1], m[2]) if m[1] else (m[3], m[4])
