@@ -26,6 +26,7 @@ import numpy as np
 from .ops import OPS
 
 Number = int | float
+_ARRAY = np.ndarray
 
 
 class Node:
@@ -104,23 +105,50 @@ class Node:
                         "generated source instead")
 
     # -- operators: each is one call of the constructor ----------------------------------------
-    def __add__(self, other): return apply("add", self, other)
+    # With an array on the right, NotImplemented lets NumPy's reflected operator build the
+    # elementwise result (x - w is an array for an array w).
+    def __add__(self, other):
+        return apply("add", self, other) if not isinstance(other, _ARRAY) else NotImplemented
+
     def __radd__(self, other): return apply("add", other, self)
-    def __sub__(self, other): return apply("add", self, apply("neg", _as_node(other)))
+
+    def __sub__(self, other):
+        if isinstance(other, _ARRAY):
+            return NotImplemented
+        return apply("add", self, apply("neg", _as_node(other)))
+
     def __rsub__(self, other): return apply("add", other, apply("neg", self))
-    def __mul__(self, other): return apply("mul", self, other)
+
+    def __mul__(self, other):
+        return apply("mul", self, other) if not isinstance(other, _ARRAY) else NotImplemented
+
     def __rmul__(self, other): return apply("mul", other, self)
-    def __truediv__(self, other): return apply("div", self, other)
+
+    def __truediv__(self, other):
+        return apply("div", self, other) if not isinstance(other, _ARRAY) else NotImplemented
+
     def __rtruediv__(self, other): return apply("div", other, self)
-    def __pow__(self, other): return apply("pow", self, other)
+
+    def __pow__(self, other):
+        return apply("pow", self, other) if not isinstance(other, _ARRAY) else NotImplemented
+
     def __rpow__(self, other): return apply("pow", other, self)
     def __neg__(self): return apply("neg", self)
     def __pos__(self): return self
     def __abs__(self): return apply("abs", self)
-    def __lt__(self, other): return apply("lt", self, other)
-    def __le__(self, other): return apply("le", self, other)
-    def __gt__(self, other): return apply("gt", self, other)
-    def __ge__(self, other): return apply("ge", self, other)
+
+    def __lt__(self, other):
+        return apply("lt", self, other) if not isinstance(other, _ARRAY) else NotImplemented
+
+    def __le__(self, other):
+        return apply("le", self, other) if not isinstance(other, _ARRAY) else NotImplemented
+
+    def __gt__(self, other):
+        return apply("gt", self, other) if not isinstance(other, _ARRAY) else NotImplemented
+
+    def __ge__(self, other):
+        return apply("ge", self, other) if not isinstance(other, _ARRAY) else NotImplemented
+
     # == stays identity: interned nodes make it structural equality, and dicts keep working.
     __eq__ = object.__eq__
     __hash__ = object.__hash__
