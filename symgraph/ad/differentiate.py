@@ -14,6 +14,7 @@ from ..frontends.coerce import as_expression, as_symbols
 from ..ir.node import Node, combine, const
 from ..ir.ops import OPS
 from ..ir.traversal import bulk, topological_order
+from .traced import derivative_function
 
 
 def _check_variables(wrt, outputs: Sequence[Node] = ()) -> list[Node]:
@@ -119,20 +120,29 @@ def jvp(outputs: Sequence[Node], wrt: Sequence[Node], tangents: Sequence) -> lis
 
 
 def grad(f: Node, wrt: Sequence[Node] | None = None) -> list[Node]:
-    """Gradient of a scalar expression: one node per variable (default: its free symbols)."""
+    """Gradient of a scalar expression: one node per variable (default: its free symbols).
+    Of a Python function: a function of the same arguments computing it (ad/traced.py)."""
+    if callable(f) and not isinstance(f, Node):
+        return derivative_function("grad", f, wrt, jacobian)
     f = as_expression(f)
     return vjp([f], [1.0], _check_variables(wrt, [f]))
 
 
 def jacobian(outputs: Sequence[Node], wrt: Sequence[Node] | None = None) -> list[list[Node]]:
-    """Rows are outputs, columns variables; one reverse sweep per output."""
+    """Rows are outputs, columns variables; one reverse sweep per output (of a Python
+    function: a function, as for `grad`)."""
+    if callable(outputs) and not isinstance(outputs, Node):
+        return derivative_function("jacobian", outputs, wrt, jacobian)
     outputs = [as_expression(o) for o in outputs]
     variables = _check_variables(wrt, outputs)
     return [grad(o, variables) for o in outputs]
 
 
 def hessian(f: Node, wrt: Sequence[Node] | None = None) -> list[list[Node]]:
-    """Second derivatives, reverse over reverse; symmetric by construction (upper triangle)."""
+    """Second derivatives, reverse over reverse; symmetric by construction (upper triangle).
+    Of a Python function: a function, as for `grad`."""
+    if callable(f) and not isinstance(f, Node):
+        return derivative_function("hessian", f, wrt, hessian)
     f = as_expression(f)
     variables = _check_variables(wrt, [f])
     gradient = grad(f, variables)
