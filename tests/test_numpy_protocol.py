@@ -248,3 +248,15 @@ def test_importing_symgraph_does_not_import_sympy():
     code = "import sys, symgraph; print('sympy' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_numpy_functions_of_graph_tensors_build_tensors():
+    from symgraph.graphs.tensor import Tensor, symbolic
+
+    W, v = symbolic("W", (2, 3)), symbolic("v", (3,))
+    hidden = np.tanh(W @ v + 1.0)
+    assert isinstance(hidden, Tensor) and hidden.shape == (2,)
+    assert hidden.nodes[0] is sg.tanh((W @ v).nodes[0] + 1.0)
+    total = np.sum(hidden)
+    assert isinstance(total, Tensor) and total.nodes[()] is hidden.sum().nodes[()]
+    assert (np.ones(3) - v).nodes[1] is 1.0 - v.nodes[1]

@@ -8,6 +8,7 @@ work on them unchanged:
     >>> W, x = symbolic("W", (2, 3)), symbolic("x", (3,))
     >>> y = (W @ x + 1.0).tanh()          # a (2,) Tensor of scalar nodes
 
+NumPy's functions work on tensors as on symbolic arrays (``np.tanh(W @ x)``, ``np.sum``).
 Shapes are small (a few features, a few dozen points): the expansion is the point, not speed.
 Sums are one n-ary ``add`` node, so a reduction is a single step in the generated code.
 """
@@ -20,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..ir.node import Node, _as_node, apply, const, symbol
+from ..ir.numpy_arrays import SymbolicArray, array_function, array_ufunc
 from ..ir.ops import OPS
 
 ShapeLike = Sequence[int] | int
@@ -33,7 +35,15 @@ class Tensor:
     """An n-d array of scalar nodes; `op` says what made it (``placeholder``, ``mul``...)."""
 
     __slots__ = ("nodes", "op", "name", "__weakref__")
-    __array_ufunc__ = None  # ndarray <op> Tensor defers to Tensor's reflected operators
+    # NumPy's functions build tensors too: np.tanh(W @ x + b), np.sum(t), np.where(t > 0, t, 0).
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        result = array_ufunc(ufunc, method, tuple(_unwrap(i) for i in inputs), kwargs)
+        return _rewrap(result, _LABELS.get(ufunc.__name__, ufunc.__name__))
+
+    def __array_function__(self, func, types, args, kwargs):
+        result = array_function(func, types, tuple(_unwrap(a) for a in args),
+                                {k: _unwrap(v) for k, v in kwargs.items()})
+        return _rewrap(result, func.__name__)
 
     def __init__(self, nodes: np.ndarray, op: str = "constant", name: str | None = None) -> None:
         self.nodes = nodes
@@ -134,6 +144,31 @@ class Tensor:
         if isinstance(picked, Node):
             picked = _array([picked], ())
         return Tensor(picked, "index")
+
+
+# -- NumPy's protocols ----------------------------------------------------------------------------
+
+_LABELS = {"subtract": "sub", "multiply": "mul", "divide": "div", "power": "pow",
+           "negative": "neg", "absolute": "abs"}
+
+
+def _unwrap(value: Any) -> Any:
+    """Tensors (also in lists, as np.stack takes them) as symbolic arrays of their nodes."""
+    if isinstance(value, Tensor):
+        return value.nodes.view(SymbolicArray)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_unwrap(v) for v in value)
+    return value
+
+
+def _rewrap(result: Any, label: str) -> Any:
+    if isinstance(result, Node):
+        return Tensor(_array([result], ()), label)
+    if isinstance(result, np.ndarray) and result.dtype == object:
+        return Tensor(_array([_as_node(v) for v in result.flat], result.shape), label)
+    if isinstance(result, (list, tuple)):
+        return type(result)(_rewrap(r, label) for r in result)
+    return result
 
 
 # -- construction ---------------------------------------------------------------------------------

@@ -238,7 +238,8 @@ def _dot_terms(row: list, column: list) -> Node:
         return apply("mul", row[0], column[0])
     if not row:
         return const(0.0)
-    return apply("add", *[apply("mul", x, y) for x, y in zip(row, column)])
+    return apply("add", *[apply("pow", x, 2.0) if x is y else apply("mul", x, y)
+                          for x, y in zip(row, column)])
 
 
 def _product_2d(a: np.ndarray, b: np.ndarray) -> list[Node]:
