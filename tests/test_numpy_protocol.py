@@ -260,3 +260,24 @@ def test_numpy_functions_of_graph_tensors_build_tensors():
     total = np.sum(hidden)
     assert isinstance(total, Tensor) and total.nodes[()] is hidden.sum().nodes[()]
     assert (np.ones(3) - v).nodes[1] is 1.0 - v.nodes[1]
+
+
+def _library(x, A):
+    out = np.zeros_like(x)  # an object array for a symbolic x: it holds nodes
+    for i in range(len(x)):
+        out[i] = x[i] ** 2
+    return [np.einsum("i,i->", x, x), np.var(x), np.std(x), np.average(x, weights=[1, 2, 3]),
+            np.trace(A), np.sum(out), np.linalg.norm(A, axis=1)[0], np.logaddexp.reduce(x),
+            np.cumprod(x)[-1], np.concatenate([x, x]).sum(), np.amax(A),
+            np.max(A, axis=0)[1], np.vstack([x, x]).T[0, 1],
+            np.sum(A, axis=(0, 1), keepdims=True)[0, 0], x.dot(x), np.tensordot(A, A, 2),
+            np.square(x).mean(), np.matmul(A, x)[0], np.mean(A, axis=0)[2]]
+
+
+def test_numpy_library_functions_run_on_symbols_as_on_numbers():
+    traced = trace(_library, example=(np.zeros(3), np.zeros((3, 3))))
+    rng = np.random.default_rng(0)
+    xv, Av = rng.normal(size=3), rng.normal(size=(3, 3))
+    point = dict(zip(traced.symbols, np.concatenate([xv, Av.ravel()])))
+    got = np.array(sg.evaluate(traced.outputs, point), dtype=float)
+    np.testing.assert_allclose(got, np.array(_library(xv, Av), dtype=float), rtol=1e-13)

@@ -12,6 +12,12 @@ an example value: only the shape counts) becomes a `SymbolicArray` of symbols na
 underlying kernels take, is the parameters in signature order, each array's elements
 row-major. A parameter with a default keeps its default (a constant of the trace) unless the
 example gives it. The function may return a scalar, an array (or list), or a tuple of them.
+
+Python decides nothing on symbolic values: ``if x > 0`` raises (use ``np.where`` or
+``sg.where``; `symgraph.dynamic.freeze` traces per path instead), and so does ``float(x)``
+(``math.sin(x)``: use ``np.sin``). ``x == y`` of two nodes is identity, as everywhere in
+symgraph; ``np.equal(x, y)`` (or ``==`` between symbolic arrays) builds the comparison.
+Symbolic values go in object arrays (``np.zeros_like(w)`` of a symbolic `w`), not float ones.
 """
 
 from __future__ import annotations
