@@ -281,3 +281,17 @@ def test_numpy_library_functions_run_on_symbols_as_on_numbers():
     point = dict(zip(traced.symbols, np.concatenate([xv, Av.ravel()])))
     got = np.array(sg.evaluate(traced.outputs, point), dtype=float)
     np.testing.assert_allclose(got, np.array(_library(xv, Av), dtype=float), rtol=1e-13)
+
+
+def test_examples_given_as_tuples_lists_dicts_or_a_lone_value_agree():
+    def total(w):
+        return np.sum(w)
+
+    def two(x, w):
+        return x * np.sum(w)
+
+    assert [p.shape for p in trace(total, example=[0.0, 0.0, 0.0]).parameters] == [(3,)]
+    assert [p.shape for p in trace(total, example=[np.zeros(3)]).parameters] == [(3,)]
+    assert [p.shape for p in trace(total, example=np.zeros((2, 2))).parameters] == [(2, 2)]
+    for example in ((1.0, np.zeros(3)), [1.0, np.zeros(3)], {"w": np.zeros(3)}):
+        assert [p.shape for p in trace(two, example=example).parameters] == [(), (3,)]

@@ -297,7 +297,8 @@ HOSTILE = [  # (id, input factory, None for "gives a node" or the expected error
     ("walrus", lambda: "(x := 1)", 3),
     ("semicolon", lambda: "x; y", 1),
     ("list", lambda: "[x]", 0),
-    ("index", lambda: "x[0]", 1),
+    ("index", lambda: "x[y]", 1),
+    ("element symbol", lambda: "x[0] + W[0,1]", None),  # a traced array's symbols read back
     ("set", lambda: "{x}", 0),
     ("string", lambda: "'x'", 0),
     ("keyword-arg", lambda: "sin(x=1)", 5),

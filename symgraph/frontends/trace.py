@@ -170,9 +170,14 @@ def _examples(signature: inspect.Signature, example: Any) -> dict[str, Any]:
         return {}
     if isinstance(example, dict):
         return dict(example)
-    entries = example if isinstance(example, tuple) else (example,)
     positional = [p.name for p in signature.parameters.values()
                   if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    required = [p for p in signature.parameters.values()
+                if p.name in positional and p.default is p.empty]
+    # A list is one entry per parameter too, unless it is a one-parameter function's numbers.
+    per_parameter = isinstance(example, tuple) or isinstance(example, list) and (
+        len(required) != 1 or not all(isinstance(e, (int, float, np.number)) for e in example))
+    entries = tuple(example) if per_parameter else (example,)
     if len(entries) > len(positional):
         raise TypeError(f"example has {len(entries)} entries for {len(positional)} positional "
                         f"parameter(s) {positional}")
@@ -240,8 +245,8 @@ def _single(node: Node) -> np.ndarray:
 def trace(function: Callable, example: Any = None) -> Trace:
     """Call `function` on symbols named after its parameters (see the module's doc).
 
-    `example`: a tuple with one entry per positional parameter (or a dict by name; a single
-    value for a one-parameter function), each a number or an array of the shape the parameter
+    `example`: a tuple (or list) with one entry per positional parameter, or a dict by name,
+    or for a one-parameter function its value alone (a list of numbers is that value), each a number or an array of the shape the parameter
     takes. Parameters not in it are scalars.
     """
     parameters = _parameters(function, example)
