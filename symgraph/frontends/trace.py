@@ -246,8 +246,8 @@ def trace(function: Callable, example: Any = None) -> Trace:
     """Call `function` on symbols named after its parameters (see the module's doc).
 
     `example`: a tuple (or list) with one entry per positional parameter, or a dict by name,
-    or for a one-parameter function its value alone (a list of numbers is that value), each a number or an array of the shape the parameter
-    takes. Parameters not in it are scalars.
+    or for a one-parameter function its value alone (a list of numbers is that value); each
+    a number or an array of the shape the parameter takes. Parameters not in it are scalars.
     """
     parameters = _parameters(function, example)
     positional = [p.value() for p in parameters if not p.keyword_only]
