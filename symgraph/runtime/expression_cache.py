@@ -7,7 +7,8 @@ options, a fingerprint of symgraph's own source and a digest of the op table's c
 the table makes new records. A record holds the programs (JSON: steps are strings) and the
 name of the generated module; tapes are kept beside it as .npz arrays. Files are written
 atomically and anything unreadable counts as absent, so the worst a damaged cache costs is the
-work it would have saved. Programs longer than `MAX_RECORD_STEPS` are not kept: writing them would cost more than it saves.
+work it would have saved. Programs longer than `MAX_RECORD_STEPS` are not kept: writing them
+would cost more than it saves.
 """
 
 from __future__ import annotations
