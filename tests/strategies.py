@@ -33,15 +33,15 @@ from collections.abc import Sequence
 from hypothesis import strategies as st
 
 from symgraph.ir.node import Node, apply, const, symbol
-from symgraph.ir.ops import DEFAULT_DOMAIN, OPS
+from symgraph.ir.ops import DEFAULT_DOMAIN, OPS, having
 
 __all__ = ["COMPARISONS", "NONSMOOTH_OPS", "SMOOTH_OPS", "expressions", "points", "squash"]
 
-COMPARISONS = ("lt", "le", "gt", "ge", "eq", "ne")
+# From the table's traits, so a new op joins the right strategies by its entry alone.
+COMPARISONS = having("comparison")  # mask-valued: where's conditions are drawn from these
 # Ops with kinks, jumps or branch conditions somewhere in their domain.
-NONSMOOTH_OPS = frozenset({"abs", "sign", "floor", "ceil", "relu", "min", "max", "hypot",
-                           "where", *COMPARISONS})
-SMOOTH_OPS = tuple(name for name in OPS if name not in NONSMOOTH_OPS)
+NONSMOOTH_OPS = frozenset(name for name, spec in OPS.items() if not spec.smooth)
+SMOOTH_OPS = having("smooth")
 
 _CONSTANTS = (-2.0, -1.0, -0.5, 0.25, 0.5, 1.5, 2.0, 3.0)
 

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from ..frontends.coerce import as_expression, as_symbols
 from ..ir.node import Node, combine, const
-from ..ir.ops import OPS
+from ..ir.ops import COMPARISONS, OPS
 from ..ir.traversal import bulk, topological_order
 from .traced import derivative_function
 
@@ -41,9 +41,6 @@ def _total(terms: list[Node]) -> Node:
     return terms[0] if len(terms) == 1 else combine("add", terms)
 
 
-_MASKS = frozenset({"lt", "le", "gt", "ge", "eq", "ne"})
-
-
 def _times(adjoint: Node, partial) -> Node:
     """``adjoint * partial``; a 0/1 mask selects instead of multiplying, so an infinite or nan
     adjoint does not leak into the branch the mask switches off (``inf * 0`` is nan)."""
@@ -51,8 +48,8 @@ def _times(adjoint: Node, partial) -> Node:
         if partial == 1.0:
             return adjoint
         return combine("mul", [adjoint, partial])
-    if partial.op in _MASKS or partial.op == "where":
-        if partial.op in _MASKS:
+    if partial.op in COMPARISONS or partial.op == "where":
+        if partial.op in COMPARISONS:
             return partial.call("where", adjoint, 0.0)
         if all(a.is_const for a in partial.args[1:]):
             kept, dropped = (1, 2) if partial.args[1].value == 1.0 else (2, 1)

@@ -27,14 +27,14 @@ from collections import deque
 from collections.abc import Mapping
 
 from ..ir.node import FLATTEN_LIMIT, Node, apply, const, symbol
-from ..ir.ops import ALIASES, CONSTANTS, INFIX, OPS, PREC_COMPARE
+from ..ir.ops import CALLS, CONSTANTS, INFIX, OPS
 from ..ir.traversal import bulk
 from .lexer import ParseError, scan, shorten
 
 __all__ = ["parse", "ParseError"]
 
-_COMPARE = {s: spec.name for s, spec in INFIX.items() if spec.precedence == PREC_COMPARE}
-_EXTRA_ARITY = {"pow": "2", "log": "1 or 2", "min": "at least 2", "max": "at least 2"}
+_COMPARE = {s: spec.name for s, spec in INFIX.items() if spec.comparison}
+LOG = "log"  # log(x, base) is log(x) / log(base)
 
 
 class _Run:
@@ -125,9 +125,8 @@ class _Parser:
 
     def function(self, name: str, pos: int) -> str:
         """The op a call name stands for; unknown names are reported before the arguments."""
-        op = ALIASES.get(name, name)
-        spec = OPS.get(op)
-        if op in _EXTRA_ARITY or (spec is not None and spec.infix is None):
+        op = CALLS.get(name)
+        if op is not None:
             return op
         if name in CONSTANTS:
             raise self.error(pos, f"{name!r} is a constant, not a function; "
@@ -136,19 +135,21 @@ class _Parser:
 
     def call(self, frame: _Frame) -> Node:
         name, pos, args = frame.name, frame.pos, frame.args
-        op = ALIASES.get(name, name)
+        op = CALLS[name]
+        spec = OPS[op]
         n = len(args)
-        if op == "log" and n == 2:
-            return self.apply("div", (self.apply("log", args[:1], pos),
-                                      self.apply("log", args[1:], pos)), pos)
-        if op in ("min", "max") and n >= 2:
+        if op == LOG and n == 2:
+            return self.apply("div", (self.apply(LOG, args[:1], pos),
+                                      self.apply(LOG, args[1:], pos)), pos)
+        if spec.folds and n >= spec.arity:  # min(a, b, c) is min(min(a, b), c)
             value = args[0]
             for arg in args[1:]:
                 value = self.apply(op, (value, arg), pos)
             return value
-        expected = OPS[op].arity
+        expected = spec.arity
         if n != expected:
-            count = _EXTRA_ARITY.get(op, str(expected))
+            count = ("1 or 2" if op == LOG else f"at least {expected}" if spec.folds
+                     else str(expected))
             plural = "" if count == "1" else "s"
             raise self.error(pos, f"{name}() takes {count} argument{plural} ({n} given)")
         return self.apply(op, args, pos)
@@ -340,8 +341,9 @@ class _Parser:
 def parse(text: str, symbols: Mapping[str, Node] | None = None) -> Node:
     """Parse Python-syntax math into a node, e.g. ``parse("x**2 + sin(y)")``.
 
-    Names followed by ``(`` are functions (op names, `ops.ALIASES`, ``pow``, two-argument
-    ``log(x, base)``, n-ary ``min``/``max``); other names are constants (`ops.CONSTANTS`) or
+    Names followed by ``(`` are functions (the ops' `spellings`, `ops.CALLS`: names, SymPy and
+    NumPy aliases, ``pow``; two-argument ``log(x, base)``; ops that `fold` take any number of
+    arguments, ``min(a, b, c)``); other names are constants (`ops.CONSTANTS`) or
     symbols. With `symbols`, only its names are variables, mapped to its nodes (a name in it
     also overrides a constant of the same name). Numbers are float64. Raises `ParseError` with
     the position for any invalid input, and TypeError if `text` is not a string.

@@ -41,28 +41,28 @@ import sympy as sp
 from sympy.core.function import AppliedUndef
 
 from ..ir.node import Node, apply, const, symbol
-from ..ir.ops import OPS
+from ..ir.ops import COMPARISONS, OPS, generation
 from ..ir.traversal import bulk, topological_order
 
 __all__ = ["from_sympy", "from_sympy_matrix", "to_sympy"]
 
-_COMPARISONS = frozenset({"lt", "le", "gt", "ge", "eq", "ne"})
 _EXACT = 2**53  # integers below this are exact floats
 _THIRD = sp.Rational(1, 3)
 
-_UNARY: dict[type, str] = {
-    sp.exp: "exp", sp.sin: "sin", sp.cos: "cos", sp.tan: "tan", sp.asin: "asin",
-    sp.acos: "acos", sp.atan: "atan", sp.sinh: "sinh", sp.cosh: "cosh", sp.tanh: "tanh",
-    sp.asinh: "asinh", sp.acosh: "acosh", sp.atanh: "atanh", sp.Abs: "abs", sp.sign: "sign",
-    sp.floor: "floor", sp.ceiling: "ceil", sp.erf: "erf", sp.erfc: "erfc",
-}
+_CLASSES: list = [-1, {}]  # [table generation, {SymPy class: op name}]
+
+
+def _op_of_class(cls: type) -> str | None:
+    """The op whose `sympy_names` lists SymPy class `cls` (the table's reverse map)."""
+    if _CLASSES[0] != generation():
+        _CLASSES[:] = [generation(), {getattr(sp, name): op for op, spec in OPS.items()
+                                      for name in spec.sympy_names}]
+    return _CLASSES[1].get(cls)
+
+
 _RECIPROCAL: dict[type, str] = {  # sec(x) = 1/cos(x), ...
     sp.sec: "cos", sp.csc: "sin", sp.cot: "tan", sp.sech: "cosh", sp.csch: "sinh",
     sp.coth: "tanh",
-}
-_RELATIONS: dict[type, str] = {
-    sp.StrictLessThan: "lt", sp.LessThan: "le", sp.StrictGreaterThan: "gt",
-    sp.GreaterThan: "ge", sp.Equality: "eq", sp.Unequality: "ne",
 }
 _SPECIAL: dict[object, float] = {
     sp.S.Infinity: math.inf, sp.S.NegativeInfinity: -math.inf, sp.S.NaN: math.nan,
@@ -151,18 +151,16 @@ def _plan(e: sp.Basic) -> Plan:
         return _plan_mul(e)
     if cls is sp.Pow:
         return _plan_pow(e)
-    if cls in _UNARY:
-        return e.args, lambda ns, op=_UNARY[cls]: apply(op, ns[0])
-    if cls in _RECIPROCAL:
-        return e.args, lambda ns, op=_RECIPROCAL[cls]: apply("div", 1.0, apply(op, ns[0]))
-    if cls in _RELATIONS:
-        return (e.lhs, e.rhs), lambda ns, op=_RELATIONS[cls]: apply(op, *ns)
     if cls is sp.log:
         return e.args, _build_log
-    if cls in (sp.Min, sp.Max):
-        return _plan_minmax(e)
-    if cls is sp.atan2:
-        return e.args, lambda ns: apply("atan2", *ns)
+    if cls is sp.Max and len(e.args) == 2 and any(a is sp.S.Zero for a in e.args):
+        other = e.args[1] if e.args[0] is sp.S.Zero else e.args[0]
+        return (other,), lambda ns: apply("relu", ns[0])  # Max(0, a) is relu(a)
+    op = _op_of_class(cls)
+    if op is not None:
+        return e.args, _builder(op, len(e.args))
+    if cls in _RECIPROCAL:
+        return e.args, lambda ns, op=_RECIPROCAL[cls]: apply("div", 1.0, apply(op, ns[0]))
     if cls is sp.Heaviside:
         return e.args, _build_heaviside
     if cls is sp.Piecewise:
@@ -255,19 +253,23 @@ def _build_log(nodes: list[Node]) -> Node:
     return apply("div", apply("log", x), apply("log", base))
 
 
-def _plan_minmax(e: sp.Basic) -> Plan:
-    op = "max" if type(e) is sp.Max else "min"
-    if op == "max" and len(e.args) == 2 and any(a is sp.S.Zero for a in e.args):
-        other = e.args[1] if e.args[0] is sp.S.Zero else e.args[0]
-        return (other,), lambda ns: apply("relu", ns[0])
+def _builder(op: str, n: int) -> Callable[[list[Node]], Node]:
+    """Applies `op` to the converted arguments; an op that `folds` (min, max) takes SymPy's
+    n-ary form pairwise, in SymPy's (canonical) order."""
+    spec = OPS[op]
+    if n == spec.arity or spec.arity < 0:
+        return lambda nodes: apply(op, *nodes)
+    if not (spec.folds and n > spec.arity):
+        raise ValueError(f"cannot convert SymPy {spec.sympy_names[0]} of {n} arguments: "
+                         f"{op} takes {spec.arity}")
 
     def build(nodes: list[Node]) -> Node:
         result = nodes[0]
-        for node in nodes[1:]:  # n-ary: fold pairwise, in SymPy's (canonical) order
+        for node in nodes[1:]:
             result = apply(op, result, node)
         return result
 
-    return e.args, build
+    return build
 
 
 def _build_heaviside(nodes: list[Node]) -> Node:
@@ -298,7 +300,7 @@ def _plan_piecewise(e: sp.Piecewise) -> Plan:
 
 def _truth(node: Node) -> Node:
     """A 1.0 / 0.0 truth value: comparisons already are; others follow `where` (nonzero)."""
-    if node.op in _COMPARISONS or (node.is_const and node.value in (0.0, 1.0)):
+    if node.op in COMPARISONS or (node.is_const and node.value in (0.0, 1.0)):
         return node
     return apply("ne", node, 0.0)
 
@@ -334,7 +336,7 @@ def to_sympy(node_or_nodes: Node | Iterable[Node],
     numeric: dict[Node, sp.Expr] = {}  # Piecewise forms of comparisons used as numbers
 
     def number(node: Node) -> sp.Expr:
-        if node.op not in _COMPARISONS:
+        if node.op not in COMPARISONS:
             return built[node]
         if node not in numeric:
             relation = built[node]
@@ -351,7 +353,7 @@ def to_sympy(node_or_nodes: Node | Iterable[Node],
         elif op == "symbol":
             built[node] = chosen[node.name] if node.name in chosen else \
                 sp.Symbol(node.name, real=True)
-        elif op in _COMPARISONS:
+        elif op in COMPARISONS:
             built[node] = _relation(op, number(node.args[0]), number(node.args[1]))
         elif op == "where":
             built[node] = _where(node, built, number)
@@ -369,7 +371,7 @@ def _relation(op: str, a: sp.Basic, b: sp.Basic) -> sp.Basic:
 
 def _where(node: Node, built: dict, number: Callable[[Node], sp.Expr]) -> sp.Basic:
     condition_node, a, b = node.args
-    if condition_node.op in _COMPARISONS:
+    if condition_node.op in COMPARISONS:
         condition = built[condition_node]  # a relational, or true/false when SymPy decided it
     else:
         condition = sp.Ne(built[condition_node], 0)  # symgraph: any nonzero (or nan) is true

@@ -249,15 +249,7 @@ class Tensor:
     def call(self, op: str, *others) -> Tensor: return _elementwise(op, self, *others)
     def pow(self, exponent) -> Tensor: return _elementwise("pow", self, exponent)
     def square(self) -> Tensor: return _op(np.square, sym.Tensor.square, self)
-    def exp(self) -> Tensor: return _elementwise("exp", self)
-    def log(self) -> Tensor: return _elementwise("log", self)
-    def sqrt(self) -> Tensor: return _elementwise("sqrt", self)
-    def tanh(self) -> Tensor: return _elementwise("tanh", self)
-    def sigmoid(self) -> Tensor: return _elementwise("sigmoid", self)
-    def relu(self) -> Tensor: return _elementwise("relu", self)
-    def sin(self) -> Tensor: return _elementwise("sin", self)
-    def cos(self) -> Tensor: return _elementwise("cos", self)
-    def abs(self) -> Tensor: return _elementwise("abs", self)
+    # t.exp(), t.abs(), ...: one method per op with the table's `method` trait (see below)
 
     def sum(self, dim: int | None = None) -> Tensor:
         return _op(lambda v: np.sum(v, axis=dim), lambda g: sym.reduce_sum(g, dim), self)
@@ -355,6 +347,9 @@ def _elementwise(op: str, *operands) -> Tensor:
     shapes = [_data(o).shape for o in operands]
     sym.broadcast_shape(shapes)  # our message, before NumPy's
     return _op(spec.evaluate, lambda *g: sym.elementwise(op, *g), *operands)
+
+
+sym.install_methods(Tensor, lambda op: lambda self: _elementwise(op, self))
 
 
 def __getattr__(name: str) -> Any:

@@ -24,8 +24,9 @@ import numpy as np
 
 from ..ad.differentiate import grad, vjp
 from ..ir.node import Node
+from ..ir.ops import OPS
 from . import tensor
-from .tensor import FUNCTIONS, Tensor, as_tensor, stack_nodes, symbolic
+from .tensor import Tensor, as_tensor, function_of, stack_nodes, symbolic
 
 __all__ = ["Graph", "GraphError", "Placeholder", "Variable", "TrainOp", "placeholder",
            "get_default_graph", "reset_default_graph", "gradients", "global_variables_initializer",
@@ -153,8 +154,8 @@ def _named(t: Tensor, name: str | None) -> Tensor:
 
 def __getattr__(name: str) -> Any:
     """Every op of the table, elementwise (``static.tanh(x)``)."""
-    if name in FUNCTIONS:
-        return FUNCTIONS[name]
+    if name in OPS:  # registered ops too
+        return function_of(name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

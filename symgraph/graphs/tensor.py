@@ -22,7 +22,7 @@ import numpy as np
 
 from ..ir.node import Node, _as_node, apply, const, symbol
 from ..ir.numpy_arrays import SymbolicArray, array_function, array_ufunc
-from ..ir.ops import OPS
+from ..ir.ops import OPS, having
 
 ShapeLike = Sequence[int] | int
 
@@ -110,14 +110,7 @@ class Tensor:
 
     def pow(self, exponent) -> Tensor: return elementwise("pow", self, exponent)
     def square(self) -> Tensor: return _map(lambda a: apply("pow", a, 2.0), "square", self)
-    def exp(self) -> Tensor: return elementwise("exp", self)
-    def log(self) -> Tensor: return elementwise("log", self)
-    def sqrt(self) -> Tensor: return elementwise("sqrt", self)
-    def tanh(self) -> Tensor: return elementwise("tanh", self)
-    def sigmoid(self) -> Tensor: return elementwise("sigmoid", self)
-    def relu(self) -> Tensor: return elementwise("relu", self)
-    def sin(self) -> Tensor: return elementwise("sin", self)
-    def cos(self) -> Tensor: return elementwise("cos", self)
+    # t.exp(), t.tanh(), ...: one method per op with the table's `method` trait (see below)
 
     # -- reductions and shapes ------------------------------------------------------------------
     def sum(self, axis: int | None = None) -> Tensor: return reduce_sum(self, axis)
@@ -251,6 +244,24 @@ def _function(name: str) -> Callable[..., Tensor]:
 
 
 FUNCTIONS: dict[str, Callable[..., Tensor]] = {name: _function(name) for name in OPS}
+
+
+def function_of(name: str) -> Callable[..., Tensor]:
+    """The elementwise function of op `name` (registered ops included)."""
+    known = FUNCTIONS.get(name)
+    return known if known is not None else _function(name)
+
+
+def install_methods(cls: type, make: Callable[[str], Callable]) -> None:
+    """``t.exp()``... on `cls`: ``make(op)`` for each op with the table's `method` trait."""
+    for name in having("method"):
+        method = make(name)
+        method.__name__, method.__qualname__ = name, f"{cls.__name__}.{name}"
+        method.__doc__ = f"``{name}`` of the op table, elementwise."
+        setattr(cls, name, method)
+
+
+install_methods(Tensor, lambda op: lambda self: elementwise(op, self))
 
 
 def where(condition, a, b) -> Tensor:

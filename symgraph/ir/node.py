@@ -23,7 +23,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .ops import OPS
+from .ops import COMPARISONS, OPS
 
 Number = int | float
 _ARRAY = np.ndarray
@@ -384,16 +384,13 @@ def _rule_pow(args):
     return args
 
 
-_COMPARISONS = {"lt", "le", "gt", "ge", "eq", "ne"}
-
-
 def _rule_where(args):
     condition, a, b = args
     if condition.op == "const":
         return a if condition.value != 0.0 or math.isnan(condition.value) else b
     if a is b:
         return a
-    if condition.op in _COMPARISONS and a.op == b.op == "const" and (a.value, b.value) == (1, 0):
+    if condition.op in COMPARISONS and a.op == b.op == "const" and (a.value, b.value) == (1, 0):
         return condition
     return args
 

@@ -12,6 +12,12 @@ Each `OpSpec` says everything the pipeline needs about one operation:
 * ``sympy``      how to rebuild the op from SymPy functions (for ``to_sympy``)
 * ``domain``     the interval per argument that tests sample from
 * ``cost``       arithmetic operations one evaluation is worth (transcendental functions ~8)
+* traits the stages ask instead of listing names: ``title`` (pictures), ``comparison`` (a 0/1
+  mask: derivative 0, a relation in text and SymPy), ``smooth``, ``vectorises`` (lane loops
+  take the ``nb`` template as is), ``integer_powers`` (`small_power`), ``folds`` (n-ary calls
+  fold pairwise), ``spellings`` (the parser's call names), ``sympy_names`` (SymPy classes that
+  `from_sympy` maps back), ``method`` (``t.exp()`` on graph tensors). `opspec.OpSpec` has the
+  defaults; `register` adds an op (docs/developing.md, "How to add an op").
 
 Templates are ``str.format`` strings over operand code, or callables ``(operands) -> str``.
 Operands handed to templates are always plain names or literals, so repeating ``{0}`` is safe.
@@ -21,66 +27,51 @@ Conventions at non-differentiable points: ``abs'(0) = 0``, ``relu'(0) = 0``,
 ``min`` pass the whole derivative to their first argument (as TensorFlow does; it keeps their
 reverse sweep at three operations). Comparisons and ``where`` conditions have derivative 0.
 
-Partial rules use only `Node` methods (operators, ``.call``), so this module imports no other
-symgraph module: it is the root of the pipeline.
+Partial rules use only `Node` methods (operators, ``.call``), so this module imports only
+`opspec`: with it, the root of the pipeline.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
+from .opspec import (  # noqa: F401  (re-exported: `ops` is where stages look ops up)
+    ALIASES,
+    CALLS,
+    COMPARISONS,
+    CONSTANTS,
+    DEFAULT_DOMAIN,
+    INFIX,
+    OPS,
+    PREC_ADD,
+    PREC_ATOM,
+    PREC_COMPARE,
+    PREC_MUL,
+    PREC_NEG,
+    PREC_POW,
+    SMALL_POWER_LIMIT,
+    OpSpec,
+    generation,
+    having,
+    is_builtin,
+    register,
+    seal_builtins,
+    small_power,
+    table_digest,
+    unregister,
+)
 
-@dataclass(frozen=True)
-class OpSpec:
-    name: str
-    arity: int
-    evaluate: Callable[..., Any]
-    partials: Callable[[tuple, Any], tuple]
-    py: Any
-    np: Any
-    nb: Any
-    latex: str
-    sympy: Callable[..., Any]
-    domain: tuple[tuple[float, float], ...]
-    infix: str | None = None  # operator symbol for infix ops
-    precedence: int = 100  # printing/parsing precedence; atoms and calls bind tightest
-    commutative: bool = False
-    np_prelude: tuple[str, ...] = field(default=())  # helper lines the NumPy template needs
-    cost: int = 1  # in multiplications: how a program's size is weighed (schedule.Program.cost)
-    lanes: Any = None  # lane kernels' template (vecmath calls); None: the `nb` one
-
-    def render(self, backend: str, operands: list[str]) -> str:
-        template = {"py": self.py, "np": self.np, "nb": self.nb,
-                    "lanes": self.nb if self.lanes is None else self.lanes}[backend]
-        if callable(template):
-            return template(operands)
-        return template.format(*operands)
-
-
-OPS: dict[str, OpSpec] = {}
-
-# Printing / parsing precedence, Python's order.
-PREC_COMPARE, PREC_ADD, PREC_MUL, PREC_NEG, PREC_POW, PREC_ATOM = 1, 2, 3, 4, 5, 100
-
-DEFAULT_DOMAIN = (-3.0, 3.0)
 SQRT_PI_2 = 2.0 / math.sqrt(math.pi)
+_int_exponent = small_power  # the old name (lower/schedule.py imports it)
 
 
 def _op(name, arity, evaluate, partials, py, np_, nb=None, latex=None, sympy=None,
         domain=None, **extra) -> None:
-    OPS[name] = OpSpec(
-        name=name, arity=arity, evaluate=evaluate, partials=partials, py=py, np=np_,
-        nb=py if nb is None else nb,
-        latex=latex if latex is not None else r"\operatorname{{" + name + r"}}\left({0}\right)",
-        sympy=sympy if sympy is not None else (lambda sp, *a, _n=name: getattr(sp, _n)(*a)),
-        domain=domain or (DEFAULT_DOMAIN,) * max(arity, 2 if arity < 0 else arity),
-        **extra,
-    )
+    OPS[name] = OpSpec(name=name, arity=arity, evaluate=evaluate, partials=partials, py=py,
+                       np=np_, nb=nb, latex=latex, sympy=sympy, domain=domain or (), **extra)
 
 
 TRANSCENDENTAL = 8  # a libm call costs roughly this many multiplications
@@ -132,20 +123,12 @@ def _mul_partials(args, out):
     return tuple(result)
 
 
-def _int_exponent(code: str) -> int | None:
-    try:
-        value = float(code)
-    except ValueError:
-        return None
-    return int(value) if value.is_integer() and abs(value) <= 4 else None
-
-
 def _pow_template(general: str) -> Callable[[list[str]], str]:
     """Small integer powers become multiplications: exact, and far cheaper than pow()."""
 
     def render(ops: list[str]) -> str:
-        base, k = ops[0], _int_exponent(ops[1])
-        if k is None or k == 0:
+        base, k = ops[0], small_power(ops[1])
+        if k is None:
             # A negative literal base needs parentheses: `-2.0 ** y` is -(2.0 ** y).
             return general.format(f"({base})" if base.startswith("-") else base, ops[1])
         product = " * ".join([base] * abs(k))
@@ -163,34 +146,38 @@ def _pow_partials(args, out):
 
 _op("add", -1, lambda *a: sum(a[1:], a[0]), lambda a, out: (1.0,) * len(a),
     _sum, _sum, latex="{0} + {1}", sympy=lambda sp, *a: sp.Add(*a),
-    infix="+", precedence=PREC_ADD, commutative=True)
+    infix="+", precedence=PREC_ADD, commutative=True, title="Add", vectorises=True)
 _op("mul", -1, lambda *a: math.prod(a[1:], start=a[0]), _mul_partials,
     _join(" * "), _join(" * "), latex=r"{0} \cdot {1}", sympy=lambda sp, *a: sp.Mul(*a),
-    infix="*", precedence=PREC_MUL, commutative=True)
+    infix="*", precedence=PREC_MUL, commutative=True, title="Multiply", vectorises=True)
 _op("neg", 1, np.negative, lambda a, out: (-1.0,), "-{0}", "-{0}", latex="-{0}",
-    sympy=lambda sp, a: -a, infix="-", precedence=PREC_NEG)
+    sympy=lambda sp, a: -a, infix="-", precedence=PREC_NEG, title="Negate", vectorises=True)
 _op("div", 2, np.divide, lambda a, out: (1.0 / a[1], -out / a[1]), "{0} / {1}", "{0} / {1}",
     latex=r"\frac{{{0}}}{{{1}}}", sympy=lambda sp, a, b: a / b, infix="/", precedence=PREC_MUL,
-    domain=(DEFAULT_DOMAIN, (0.5, 3.0)))
+    domain=(DEFAULT_DOMAIN, (0.5, 3.0)), title="Divide", vectorises=True)
 _op("pow", 2, np.power, _pow_partials, _pow_template("math.pow({0}, {1})"),
     _pow_template("np.power({0}, {1})"), _pow_template("{0} ** {1}"), latex="{{{0}}}^{{{1}}}",
     cost=TRANSCENDENTAL,  # small integer powers are multiplications: see schedule's cost
     sympy=lambda sp, a, b: a**b, infix="**", precedence=PREC_POW,
-    domain=((0.2, 3.0), (-2.0, 2.0)))
+    domain=((0.2, 3.0), (-2.0, 2.0)), title="Power", integer_powers=True,
+    spellings=("pow",))  # pow(x, y) is read too
 
 # ---------------------------------------------------------------------------------------------
 # Comparisons: numbers 1.0 / 0.0, derivative zero.
 
-for _name, _sym, _ufunc, _latex, _rel in [
-    ("lt", "<", np.less, "<", "Lt"), ("le", "<=", np.less_equal, r"\le", "Le"),
-    ("gt", ">", np.greater, ">", "Gt"), ("ge", ">=", np.greater_equal, r"\ge", "Ge"),
-    ("eq", "==", np.equal, "=", "Eq"), ("ne", "!=", np.not_equal, r"\ne", "Ne"),
+for _name, _sym, _ufunc, _latex, _rel, _title in [
+    ("lt", "<", np.less, "<", "Lt", "Less"),
+    ("le", "<=", np.less_equal, r"\le", "Le", "LessEqual"),
+    ("gt", ">", np.greater, ">", "Gt", "Greater"),
+    ("ge", ">=", np.greater_equal, r"\ge", "Ge", "GreaterEqual"),
+    ("eq", "==", np.equal, "=", "Eq", "Equal"),
+    ("ne", "!=", np.not_equal, r"\ne", "Ne", "NotEqual"),
 ]:
     _op(_name, 2, lambda a, b, _u=_ufunc: _u(a, b).astype(float) * 1.0,
         lambda a, out: (None, None),
         f"(1.0 if {{0}} {_sym} {{1}} else 0.0)", f"np.where({{0}} {_sym} {{1}}, 1.0, 0.0)",
-        latex=f"{{0}} {_latex} {{1}}", sympy=lambda sp, a, b, _r=_rel: getattr(sp, _r)(a, b),
-        infix=_sym, precedence=PREC_COMPARE)
+        latex=f"{{0}} {_latex} {{1}}", sympy_names=(_rel,), infix=_sym, precedence=PREC_COMPARE,
+        title=_title, comparison=True, smooth=False, vectorises=True)
 
 
 def _where_sympy(sp, c, a, b):
@@ -203,69 +190,88 @@ _op("where", 3, lambda c, a, b: np.where(c != 0, a, b),
     lambda a, out: (None, a[0].call("where", 1.0, 0.0), a[0].call("where", 0.0, 1.0)),
     "({1} if {0} != 0.0 else {2})", "np.where({0} != 0.0, {1}, {2})",
     latex=r"\begin{{cases}} {1} & {0} \\ {2} & \text{{otherwise}} \end{{cases}}",
-    sympy=_where_sympy)
+    sympy=_where_sympy, title="Where", smooth=False, vectorises=True)
 
 # ---------------------------------------------------------------------------------------------
 # Elementary functions. Derivatives reuse the output where it is natural (exp' = exp).
 
-_func("sqrt", np.sqrt, lambda x, out: 0.5 / out, cost=4, latex=r"\sqrt{{{0}}}", domain=(0.1, 4.0))
+_func("sqrt", np.sqrt, lambda x, out: 0.5 / out, cost=4, latex=r"\sqrt{{{0}}}", domain=(0.1, 4.0),
+      vectorises=True, method=True)
 _func("cbrt", np.cbrt, lambda x, out: 1.0 / (3.0 * out * out), py="float(np.cbrt({0}))",
       nb="np.cbrt({0})", latex=r"\sqrt[3]{{{0}}}",
       sympy=lambda sp, x: sp.sign(x) * sp.Abs(x) ** sp.Rational(1, 3), domain=(0.1, 4.0))
-_func("exp", np.exp, lambda x, out: out, latex=r"e^{{{0}}}", lanes="vexp({0})")
+_func("exp", np.exp, lambda x, out: out, latex=r"e^{{{0}}}", lanes="vexp({0})",
+      sympy_names=("exp",), method=True)
 _func("expm1", np.expm1, lambda x, out: out + 1.0, latex=r"\left(e^{{{0}}} - 1\right)",
       sympy=lambda sp, x: sp.exp(x) - 1, lanes="vexpm1({0})")
-_func("log", np.log, lambda x, out: 1.0 / x, domain=(0.1, 4.0), lanes="vlog({0})")
+_func("log", np.log, lambda x, out: 1.0 / x, domain=(0.1, 4.0), lanes="vlog({0})",
+      sympy_names=("log",), spellings=("log", "ln"), method=True)
 _func("log1p", np.log1p, lambda x, out: 1.0 / (1.0 + x), latex=r"\log\left(1 + {0}\right)",
       sympy=lambda sp, x: sp.log(1 + x), domain=(-0.5, 3.0), lanes="vlog1p({0})")
 _func("log2", np.log2, lambda x, out: 1.0 / (x * math.log(2.0)), latex=r"\log_2\left({0}\right)",
       sympy=lambda sp, x: sp.log(x, 2), domain=(0.1, 4.0))
 _func("log10", np.log10, lambda x, out: 1.0 / (x * math.log(10.0)),
       latex=r"\log_{{10}}\left({0}\right)", sympy=lambda sp, x: sp.log(x, 10), domain=(0.1, 4.0))
-_func("sin", np.sin, lambda x, out: x.call("cos"), lanes="vsin({0})")
-_func("cos", np.cos, lambda x, out: -x.call("sin"), lanes="vcos({0})")
-_func("tan", np.tan, lambda x, out: 1.0 + out * out, domain=(-1.2, 1.2))
-_func("asin", np.arcsin, lambda x, out: 1.0 / (1.0 - x * x).call("sqrt"), np_="np.arcsin({0})",
-      latex=r"\arcsin\left({0}\right)", domain=(-0.9, 0.9))
-_func("acos", np.arccos, lambda x, out: -1.0 / (1.0 - x * x).call("sqrt"), np_="np.arccos({0})",
-      latex=r"\arccos\left({0}\right)", domain=(-0.9, 0.9))
-_func("atan", np.arctan, lambda x, out: 1.0 / (1.0 + x * x), np_="np.arctan({0})",
-      latex=r"\arctan\left({0}\right)")
-_func("sinh", np.sinh, lambda x, out: x.call("cosh"))
-_func("cosh", np.cosh, lambda x, out: x.call("sinh"))
-_func("tanh", np.tanh, lambda x, out: 1.0 - out * out, lanes="vtanh({0})")
-_func("asinh", np.arcsinh, lambda x, out: 1.0 / (x * x + 1.0).call("sqrt"),
-      np_="np.arcsinh({0})", latex=r"\operatorname{{asinh}}\left({0}\right)")
-_func("acosh", np.arccosh, lambda x, out: 1.0 / ((x - 1.0).call("sqrt") * (x + 1.0).call("sqrt")),
-      np_="np.arccosh({0})", latex=r"\operatorname{{acosh}}\left({0}\right)", domain=(1.1, 4.0))
-_func("atanh", np.arctanh, lambda x, out: 1.0 / (1.0 - x * x), np_="np.arctanh({0})",
-      latex=r"\operatorname{{atanh}}\left({0}\right)", domain=(-0.9, 0.9))
+_func("sin", np.sin, lambda x, out: x.call("cos"), lanes="vsin({0})", sympy_names=("sin",),
+      method=True)
+_func("cos", np.cos, lambda x, out: -x.call("sin"), lanes="vcos({0})", sympy_names=("cos",),
+      method=True)
+_func("tan", np.tan, lambda x, out: 1.0 + out * out, domain=(-1.2, 1.2), sympy_names=("tan",))
+
+
+def _arc(name, evaluate, partial, **extra):
+    """An inverse function: NumPy calls it ``arcsin``, and the parser reads that too."""
+    _func(name, evaluate, partial, np_=f"np.arc{name[1:]}({{0}})", sympy_names=(name,),
+          spellings=(name, f"arc{name[1:]}"), **extra)
+
+
+_arc("asin", np.arcsin, lambda x, out: 1.0 / (1.0 - x * x).call("sqrt"),
+     latex=r"\arcsin\left({0}\right)", domain=(-0.9, 0.9))
+_arc("acos", np.arccos, lambda x, out: -1.0 / (1.0 - x * x).call("sqrt"),
+     latex=r"\arccos\left({0}\right)", domain=(-0.9, 0.9))
+_arc("atan", np.arctan, lambda x, out: 1.0 / (1.0 + x * x), latex=r"\arctan\left({0}\right)")
+_func("sinh", np.sinh, lambda x, out: x.call("cosh"), sympy_names=("sinh",))
+_func("cosh", np.cosh, lambda x, out: x.call("sinh"), sympy_names=("cosh",))
+_func("tanh", np.tanh, lambda x, out: 1.0 - out * out, lanes="vtanh({0})", sympy_names=("tanh",),
+      method=True)
+_arc("asinh", np.arcsinh, lambda x, out: 1.0 / (x * x + 1.0).call("sqrt"),
+     latex=r"\operatorname{{asinh}}\left({0}\right)")
+_arc("acosh", np.arccosh, lambda x, out: 1.0 / ((x - 1.0).call("sqrt") * (x + 1.0).call("sqrt")),
+     latex=r"\operatorname{{acosh}}\left({0}\right)", domain=(1.1, 4.0))
+_arc("atanh", np.arctanh, lambda x, out: 1.0 / (1.0 - x * x),
+     latex=r"\operatorname{{atanh}}\left({0}\right)", domain=(-0.9, 0.9))
 _func("erf", np.vectorize(math.erf, otypes=[float]),
       lambda x, out: SQRT_PI_2 * (-(x * x)).call("exp"), np_="_erf({0})",
-      latex=r"\operatorname{{erf}}\left({0}\right)", lanes="verf({0})",
+      latex=r"\operatorname{{erf}}\left({0}\right)", lanes="verf({0})", sympy_names=("erf",),
       np_prelude=("_erf = np.vectorize(math.erf, otypes=[float])",))
 _func("erfc", np.vectorize(math.erfc, otypes=[float]),
       lambda x, out: -SQRT_PI_2 * (-(x * x)).call("exp"), np_="_erfc({0})",
-      latex=r"\operatorname{{erfc}}\left({0}\right)",
+      latex=r"\operatorname{{erfc}}\left({0}\right)", sympy_names=("erfc",),
       np_prelude=("_erfc = np.vectorize(math.erfc, otypes=[float])",))
 
 # Piecewise functions: derivative conventions in the module docstring.
 _func("abs", np.abs, lambda x, out: x.call("sign"), py="abs({0})", np_="np.abs({0})", cost=1,
-      latex=r"\left|{0}\right|", sympy=lambda sp, x: sp.Abs(x))
+      latex=r"\left|{0}\right|", sympy_names=("Abs",), spellings=("abs", "Abs", "absolute"),
+      smooth=False, vectorises=True, method=True)
 _func("sign", np.sign, lambda x, out: None, cost=1,
       py="(1.0 if {0} > 0.0 else (-1.0 if {0} < 0.0 else {0}))", np_="np.sign({0})",
-      latex=r"\operatorname{{sign}}\left({0}\right)")
+      latex=r"\operatorname{{sign}}\left({0}\right)", sympy_names=("sign",), smooth=False,
+      vectorises=True)
 _func("floor", np.floor, lambda x, out: None, cost=1, py="float(math.floor({0}))",
-      nb="np.floor({0})", np_="np.floor({0})", latex=r"\left\lfloor {0} \right\rfloor")
+      nb="np.floor({0})", np_="np.floor({0})", latex=r"\left\lfloor {0} \right\rfloor",
+      sympy_names=("floor",), smooth=False, vectorises=True)
 _func("ceil", np.ceil, lambda x, out: None, cost=1, py="float(math.ceil({0}))", nb="np.ceil({0})",
-      np_="np.ceil({0})", latex=r"\left\lceil {0} \right\rceil", sympy=lambda sp, x: sp.ceiling(x))
+      np_="np.ceil({0})", latex=r"\left\lceil {0} \right\rceil", sympy_names=("ceiling",),
+      spellings=("ceil", "ceiling"), smooth=False, vectorises=True)
 _func("relu", lambda x: np.maximum(x, 0.0), lambda x, out: x.call("gt", 0.0), cost=1,
       py="({0} if {0} > 0.0 or {0} != {0} else 0.0)", np_="np.maximum({0}, 0.0)",
-      latex=r"\operatorname{{relu}}\left({0}\right)", sympy=lambda sp, x: sp.Max(0, x))
+      latex=r"\operatorname{{relu}}\left({0}\right)", sympy=lambda sp, x: sp.Max(0, x),
+      smooth=False, vectorises=True, method=True)
 _func("sigmoid", lambda x: 1.0 / (1.0 + np.exp(-x)), lambda x, out: out * (1.0 - out),
       py="1.0 / (1.0 + math.exp(-{0}))", np_="1.0 / (1.0 + np.exp(-{0}))",
       lanes="1.0 / (1.0 + vexp(-{0}))",
-      latex=r"\sigma\left({0}\right)", sympy=lambda sp, x: 1 / (1 + sp.exp(-x)))
+      latex=r"\sigma\left({0}\right)", sympy=lambda sp, x: 1 / (1 + sp.exp(-x)),
+      spellings=("sigmoid", "expit"), method=True)
 _func("softplus", lambda x: np.maximum(x, 0.0) + np.log1p(np.exp(-np.abs(x))),
       lambda x, out: x.call("sigmoid"),
       py="(({0} if {0} > 0.0 else 0.0) + math.log1p(math.exp(-abs({0}))))",
@@ -283,14 +289,17 @@ def _minmax_partials(first_wins: str):
 
 _op("min", 2, np.minimum, _minmax_partials("le"),
     "({0} if {0} <= {1} or {0} != {0} else {1})", "np.minimum({0}, {1})",
-    latex=r"\min\left({0}, {1}\right)", sympy=lambda sp, a, b: sp.Min(a, b))
+    latex=r"\min\left({0}, {1}\right)", sympy_names=("Min",), folds=True, smooth=False,
+    spellings=("min", "Min", "minimum"), vectorises=True)
 _op("max", 2, np.maximum, _minmax_partials("ge"),
     "({0} if {0} >= {1} or {0} != {0} else {1})", "np.maximum({0}, {1})",
-    latex=r"\max\left({0}, {1}\right)", sympy=lambda sp, a, b: sp.Max(a, b))
+    latex=r"\max\left({0}, {1}\right)", sympy_names=("Max",), folds=True, smooth=False,
+    spellings=("max", "Max", "maximum"), vectorises=True)
 _op("atan2", 2, np.arctan2,
     lambda a, out: (a[1] / (a[0] * a[0] + a[1] * a[1]), -a[0] / (a[0] * a[0] + a[1] * a[1])),
     "math.atan2({0}, {1})", "np.arctan2({0}, {1})", cost=TRANSCENDENTAL,
-    latex=r"\operatorname{{atan2}}\left({0}, {1}\right)", domain=((0.5, 3.0), (0.5, 3.0)))
+    latex=r"\operatorname{{atan2}}\left({0}, {1}\right)", domain=((0.5, 3.0), (0.5, 3.0)),
+    sympy_names=("atan2",), spellings=("atan2", "arctan2"))
 def _hypot_partials(a, out):
     # v / hypot, with the origin's 0/0 replaced by 0/1: gradient 0 there (the convention).
     safe = out.call("gt", 0.0).call("where", out, 1.0)
@@ -299,19 +308,8 @@ def _hypot_partials(a, out):
 
 _op("hypot", 2, np.hypot, _hypot_partials,
     "math.hypot({0}, {1})", "np.hypot({0}, {1})", cost=TRANSCENDENTAL,
-    latex=r"\sqrt{{{0}^2 + {1}^2}}", sympy=lambda sp, a, b: sp.sqrt(a**2 + b**2))
+    latex=r"\sqrt{{{0}^2 + {1}^2}}", sympy=lambda sp, a, b: sp.sqrt(a**2 + b**2),
+    smooth=False)  # a kink at the origin
 
-# Names the parser also accepts for ops (SymPy and NumPy spellings).
-ALIASES = {
-    "Abs": "abs", "ln": "log", "Max": "max", "Min": "min", "ceiling": "ceil",
-    "arcsin": "asin", "arccos": "acos", "arctan": "atan", "arctan2": "atan2",
-    "arcsinh": "asinh", "arccosh": "acosh", "arctanh": "atanh", "expit": "sigmoid",
-    "maximum": "max", "minimum": "min", "absolute": "abs",
-}
 
-# Named constants (folded to floats at once).
-CONSTANTS = {"pi": math.pi, "e": math.e, "E": math.e, "inf": math.inf, "oo": math.inf,
-             "nan": math.nan}
-
-# Ops with an infix form, by symbol (the parser's view); "-" is both neg and binary minus.
-INFIX = {spec.infix: spec for spec in OPS.values() if spec.infix and spec.name != "neg"}
+seal_builtins()

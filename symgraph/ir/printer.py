@@ -21,7 +21,7 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 
 from .node import Node
-from .ops import OPS, PREC_ADD, PREC_ATOM, PREC_COMPARE, PREC_MUL, PREC_NEG, PREC_POW
+from .ops import COMPARISONS, OPS, PREC_ADD, PREC_ATOM, PREC_COMPARE, PREC_MUL, PREC_NEG, PREC_POW
 from .traversal import bulk, topological_order
 
 __all__ = ["to_text", "to_text_cse", "to_latex", "number_text", "MAX_LENGTH"]
@@ -161,8 +161,8 @@ class _Style:
 
 
 class _Text(_Style):
-    lead_through = {"add": PREC_COMPARE, "div": PREC_ADD}
-    lead_through.update({n: PREC_COMPARE for n, s in OPS.items() if s.precedence == PREC_COMPARE})
+    lead_through = {"add": PREC_COMPARE, "div": PREC_ADD,
+                    **dict.fromkeys(COMPARISONS, PREC_COMPARE)}
 
     def expand(self, node: Node) -> Iterator:
         op, args = node.op, node.args
@@ -187,13 +187,13 @@ class _Text(_Style):
             yield from self.wrapped(a, self.prec(a) < PREC_ATOM)
             yield "**"
             yield from self.wrapped(b, self.prec(b) < PREC_POW or self.lead(b))
-        elif OPS[op].infix:  # comparisons: no chains, so both sides bind tighter
+        elif OPS[op].comparison:  # no chains, so both sides bind tighter
             a, b = args
             yield from self.wrapped(a, self.prec(a) <= PREC_COMPARE)
             yield f" {OPS[op].infix} "
             yield from self.wrapped(b, self.prec(b) <= PREC_COMPARE)
         else:
-            yield op + "("
+            yield OPS[op].call_name + "("
             for i, arg in enumerate(args):
                 if i:
                     yield ", "
@@ -237,16 +237,23 @@ def _split_template(spec) -> list:
     return [int(p) if i % 2 else p for i, p in enumerate(filled.split("\0"))]
 
 
-_TEMPLATES: dict[str, list] = {name: _split_template(spec) for name, spec in OPS.items()}
+_TEMPLATES: dict[str, tuple] = {}  # op -> (its spec, the split template): made on first use
+
+
+def _template(op: str) -> list:
+    spec = OPS[op]
+    known = _TEMPLATES.get(op)
+    if known is None or known[0] is not spec:  # a registered op, or one registered anew
+        known = _TEMPLATES[op] = (spec, _split_template(spec))
+    return known[1]
 
 
 class _Latex(_Style):
     open, close = r"\left(", r"\right)"
-    plus = _TEMPLATES["add"][2]  # the separator in "{0} + {1}"
-    times = _TEMPLATES["mul"][2]
+    plus = _template("add")[2]  # the separator in "{0} + {1}"
+    times = _template("mul")[2]
     factor_wrap = PREC_ADD  # \frac needs no parentheses
-    lead_through = {n: PREC_COMPARE for n, s in OPS.items() if s.precedence == PREC_COMPARE}
-    lead_through["add"] = PREC_COMPARE
+    lead_through = {"add": PREC_COMPARE, **dict.fromkeys(COMPARISONS, PREC_COMPARE)}
 
     def number(self, value: float) -> str:
         if math.isnan(value):
@@ -281,8 +288,8 @@ class _Latex(_Style):
         if op == "mul":
             yield from self.factors(node)
             return
-        parts = _TEMPLATES[op]
-        compare = OPS[op].precedence == PREC_COMPARE
+        parts = _template(op)
+        compare = OPS[op].comparison
         for i, part in enumerate(parts):
             if i % 2 == 0:
                 if part:

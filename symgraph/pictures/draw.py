@@ -31,9 +31,6 @@ from ..ir.node import Node
 from ..ir.ops import OPS
 from ..ir.traversal import capped_tree_sizes, topological_order
 
-TITLES = {"add": "Add", "mul": "Multiply", "neg": "Negate", "div": "Divide", "pow": "Power",
-          "lt": "Less", "le": "LessEqual", "gt": "Greater", "ge": "GreaterEqual",
-          "eq": "Equal", "ne": "NotEqual", "where": "Where"}  # functions keep their own name
 LABEL_MAX_NODES = 7  # an operation's label shows its formula when the tree is this small...
 LABEL_MAX_CHARS = 24  # ...and the formula this short
 MIN_DASHES = 3
@@ -107,7 +104,7 @@ def _labeller(order: list[Node]):
             return f"Input ({node.value})"
         if node.op == "const":
             return f"Constant ({to_text(node)})"
-        title = TITLES.get(node.op, node.op)
+        title = OPS[node.op].title  # Multiply; functions keep their own name
         if sizes[node] <= LABEL_MAX_NODES:
             text = to_text(node)
             if len(text) <= LABEL_MAX_CHARS:

@@ -2,11 +2,13 @@
 differentiation, scheduling, code generation and tape building.
 
 The key is the expression's structural digest (every node carries one), the arguments, the
-options, and a fingerprint of symgraph's own source, so any change to symgraph makes new
-records. A record holds the programs (JSON: steps are strings) and the name of the generated
-module; tapes are kept beside it as .npz arrays. Files are written atomically and anything
-unreadable counts as absent, so the worst a damaged cache costs is the work it would have saved.
-Programs longer than `MAX_RECORD_STEPS` are not kept: writing them would cost more than it saves.
+options, a fingerprint of symgraph's own source and a digest of the op table's contents
+(`ops.table_digest`: registered ops live in no package file), so any change to symgraph or to
+the table makes new records. A record holds the programs (JSON: steps are strings) and the
+name of the generated module; tapes are kept beside it as .npz arrays. Files are written
+atomically and anything unreadable counts as absent, so the worst a damaged cache costs is the
+work it would have saved. Programs longer than `MAX_RECORD_STEPS` are not kept: writing them
+would cost more than it saves.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..ir.node import Node
+from ..ir.ops import table_digest
 from ..lower.schedule import Program, Step
 from ..version import __version__
 from .loading import write_atomically
@@ -48,7 +51,8 @@ def code_fingerprint() -> str:
 
 def expression_key(outputs: Sequence[Node], args: Sequence[Node], wrt: Sequence[Node],
                    **options: Any) -> str:
-    digest = hashlib.sha256(f"{FORMAT}\0{code_fingerprint()}\0".encode())
+    # The op table's digest too: registered ops are not in the package's files.
+    digest = hashlib.sha256(f"{FORMAT}\0{code_fingerprint()}\0{table_digest()}\0".encode())
     digest.update(json.dumps(options, sort_keys=True).encode())
     for group in (outputs, args, wrt):
         digest.update(b"\1" + b"".join(node.digest for node in group))

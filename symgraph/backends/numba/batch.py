@@ -54,7 +54,7 @@ import heapq
 import re
 from dataclasses import replace
 
-from ...ir.ops import OPS, _int_exponent
+from ...ir.ops import OPS
 from ...lower.schedule import Program, Step
 from ..common import INDENT, step_lines
 
@@ -124,11 +124,9 @@ MAX_STEPS = 400
 # code is as fast: loads and stores dominate. A vecmath step weighs its cost (8).
 MIN_WORK = 4
 
-# Ops whose Numba template is arithmetic, an LLVM intrinsic (sqrt, fabs, floor) or a select:
-# loops of them vectorise. So do ops with a `lanes` template (vecmath). Everything else calls
-# libm (or contains a call) and stays scalar.
-VECTOR_OPS = frozenset({"add", "mul", "neg", "div", "sqrt", "abs", "floor", "ceil", "lt", "le",
-                        "gt", "ge", "eq", "ne", "where", "min", "max", "relu", "sign"})
+# Ops whose Numba template is arithmetic, an LLVM intrinsic (sqrt, fabs, floor) or a select
+# (the table's `vectorises`): loops of them vectorise. So do ops with a `lanes` template
+# (vecmath), and small integer powers (products). Everything else calls libm and stays scalar.
 # vecmath functions exact only up to vecmath.SIN_COS_LIMIT (checked at run time, see above).
 LIMITED = ("vsin", "vcos")
 SIN_COS_LIMIT = 5.0e7  # vecmath.SIN_COS_LIMIT (a test checks); vecmath itself imports Numba
@@ -137,9 +135,7 @@ I1, I2 = INDENT, INDENT * 2
 
 
 def is_vector_step(step: Step) -> bool:
-    if step.op == "pow":  # small integer powers are products (ops._pow_template)
-        return _int_exponent(step.operands[1]) not in (None, 0)
-    return step.op in VECTOR_OPS or OPS[step.op].lanes is not None
+    return OPS[step.op].lane_step(step.operands)
 
 
 def vecmath_calls(code: str) -> list[str]:
