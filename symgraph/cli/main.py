@@ -31,7 +31,7 @@ examples:
   symgraph grad "x**2 + 2*x + 1" --at x=3         # f = 16, df/dx = 8
   symgraph hessian "x**2*y" --at x=1,y=2 --json
   symgraph jacobian "x*y" "x + y" --at x=1,y=2
-  symgraph codegen "loss = (W*x + b - y_true)**2" --grad --backend numba -o loss.py
+  symgraph codegen "loss = (W*x + b - y_true)**2" --grad --backend numba --standalone -o loss.py
   symgraph graph "y = W*x + b"                    # ASCII picture of the graph
   symgraph graph "(W*x + b - y_true)**2" --grad --format svg -o mse.svg
   echo "x**3" | symgraph diff -                   # the expression from standard input

@@ -79,6 +79,7 @@ def emit_numba_standalone(programs: Sequence[Program], title: str, description: 
     """A module for Numba's public API alone: @njit rows, batches as loops over rows."""
     lines = module_header(title, description, programs, input_labels, version,
                           ["import math", "", "import numpy as np", "from numba import njit"],
+                          needs="only the standard library, NumPy and Numba's njit",
                           how=STANDALONE_HOW)
     for p in programs:
         n, m = len(p.inputs), len(p.outputs)
