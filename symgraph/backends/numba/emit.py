@@ -7,8 +7,9 @@ of a few thousand steps): its body is one call of ``straight_line(NAME_steps)``,
 symgraph's Numba runtime (symgraph.backends.numba.runtime), which emits every step with the
 implementation Numba itself uses for that operation on float64. The machine code is that of an
 ``@njit`` of ``NAME_steps``, bit for bit, and compiling it takes a tenth of the time. The
-module holds only the user's math: it imports the runtime in one line, and its header names the
-runtime's digest, so that Numba's cache of it goes with the runtime it was compiled by.
+module holds only the user's math: it imports the runtime in one line (and in another the
+vecmath functions its lane code calls), and its header names the runtime's digest, so that
+Numba's cache of it goes with the runtime it was compiled by.
 
 ``emit_numba_standalone`` writes the same kernels for Numba's public API alone (``njit``), for a
 file that must run where symgraph is not installed: the steps are the body of each ``@njit``

@@ -1,7 +1,7 @@
 """symgraph's Numba runtime: what a generated Numba module imports to compile its kernels.
 
 A generated module (symgraph.backends.numba.emit) holds only the user's math, as plain Python
-functions, and one import line::
+functions, and one import line (plus one for the vecmath functions its lane code calls)::
 
     from symgraph.backends.numba.runtime import fetch_add, lane_loops, load_acquire, straight_line
 
@@ -100,6 +100,7 @@ def _plain() -> bool:
     if not LOWERED and not _warned:
         _fall_back("it lacks " + ", ".join(_GONE))
     return not LOWERED
+
 
 _verdict: list[bool] = []  # the probe's verdict, once it ran
 
