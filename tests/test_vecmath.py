@@ -1,9 +1,8 @@
-"""symgraph.backends.numba.vecmath: accuracy against mpmath, NumPy's edge cases, vectorised loops, the sin/cos
-fix-up beyond SIN_COS_LIMIT, and source_of's standalone text."""
+"""symgraph.backends.numba.vecmath: accuracy against mpmath, NumPy's edge cases, vectorised
+loops, the sin/cos fix-up beyond SIN_COS_LIMIT."""
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import re
 
@@ -218,36 +217,6 @@ def test_loop_over_function_compiles_to_packed_double_instructions(name):
     assert not re.search(r"call[^\n]*(exp|log|sin|cos|tanh|erf)", asm)
 
 
-# ---- source_of --------------------------------------------------------------------------------
-
-HEADER = "import math\nimport numba\nimport numpy as np\nfrom numba import njit, types\n\n\n"
-
-
-def test_source_of_defines_the_same_functions_in_a_standalone_module(tmp_path):
-    path = tmp_path / "generated_vecmath.py"
-    path.write_text(HEADER + vm.source_of(vm.PUBLIC))
-    spec = importlib.util.spec_from_file_location("generated_vecmath", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    assert "symgraph" not in path.read_text()
-    rng = np.random.default_rng(RNG_SEED + 3)
-    x = np.concatenate([signed(rng, log_uniform(rng, 1e-310, 1e4, 500)), EDGES])
-    for name in vm.PUBLIC:
-        if name.endswith("_array"):
-            a, b = np.empty_like(x), np.empty_like(x)
-            getattr(vm, name)(x, a)
-            getattr(module, name)(x, b)
-        elif name == "vsincos":  # two results: the pasted one against vsin and vcos
-            both = _sincos_loop(module.vsincos)(x)
-            a, b = np.concatenate([apply("vsin", x), apply("vcos", x)]), both
-        else:
-            run = _loop(getattr(module, name))
-            b = np.empty_like(x)
-            run(x, b)
-            a = apply(name, x)
-        assert np.array_equal(a.view(np.int64), b.view(np.int64)) or same(a, b), name
-
-
 def _sincos_loop(f):
     @njit(error_model="numpy")
     def run(x):
@@ -264,12 +233,3 @@ def test_vsincos_equals_vsin_and_vcos_bit_for_bit():
     x = x[~(np.abs(x) > vm.SIN_COS_LIMIT)]
     both = _sincos_loop(vm.vsincos)(x)
     assert same(both[:x.size], apply("vsin", x)) and same(both[x.size:], apply("vcos", x))
-
-
-def test_source_of_includes_only_what_is_needed_in_dependency_order():
-    text = vm.source_of(["vexp"])
-    assert "def vexp" in text and "def vlog" not in text and "def _sin_cos" not in text
-    assert text.index("def _bits") < text.index("def vexp")
-    assert "import" not in text
-    with pytest.raises(KeyError):
-        vm.source_of(["vnope"])

@@ -37,7 +37,8 @@ def _batch_kernel(p: Program) -> list[str]:
 def emit_python(programs: Sequence[Program], title: str, description: Sequence[str],
                 input_labels: Sequence[str], version: str) -> str:
     lines = module_header(title, description, programs, input_labels, version,
-                          ["import math", "", "import numpy as np"])
+                          ["import math", "", "import numpy as np"],
+                          needs="only the standard library and NumPy")
     preludes = needed_preludes(programs)
     if preludes:
         lines += ["", *preludes]

@@ -31,7 +31,7 @@ examples:
   symgraph grad "x**2 + 2*x + 1" --at x=3         # f = 16, df/dx = 8
   symgraph hessian "x**2*y" --at x=1,y=2 --json
   symgraph jacobian "x*y" "x + y" --at x=1,y=2
-  symgraph codegen "loss = (W*x + b - y_true)**2" --grad --backend numba -o loss.py
+  symgraph codegen "loss = (W*x + b - y_true)**2" --grad --backend numba --standalone -o loss.py
   symgraph graph "y = W*x + b"                    # ASCII picture of the graph
   symgraph graph "(W*x + b - y_true)**2" --grad --format svg -o mse.svg
   echo "x**3" | symgraph diff -                   # the expression from standard input
@@ -111,7 +111,7 @@ def cmd_codegen(args: argparse.Namespace) -> str | None:
     variables = [symbol(v) for v in variables_of(args, exprs)]
     source, programs = generate_source(
         exprs, inputs, variables, backend=args.backend, scalar=scalar, hessian=args.hessian,
-        derivatives=args.grad or args.hessian, labels=names)
+        derivatives=args.grad or args.hessian, labels=names, standalone=args.standalone)
     return _emit(args, source, f"{args.backend} kernels: "
                  + ", ".join(p.name for p in programs))
 
@@ -239,13 +239,17 @@ def build_parser() -> argparse.ArgumentParser:
     add("hessian", "print the value, gradient and Hessian at a point", [common, wrt, point])
     add("jacobian", "print the values and the Jacobian of several expressions at a point "
         "(one EXPR argument or file line per expression)", [common, wrt, point])
-    p = add("codegen", "write a standalone Python/Numba module (imports only math, NumPy, "
-            "Numba)", [common, wrt, output])
+    p = add("codegen", "write a Python/Numba kernel module (Python's import only math and "
+            "NumPy; Numba's import symgraph's Numba runtime, or with --standalone only Numba)",
+            [common, wrt, output])
     p.add_argument("--grad", action="store_true",
                    help="add gradient kernels (a Jacobian for several expressions)")
     p.add_argument("--hessian", action="store_true", help="add Hessian kernels")
     p.add_argument("--backend", choices=["python", "numba"], default="python",
                    help="python (math/NumPy) or numba (@njit) kernels (default python)")
+    p.add_argument("--standalone", action="store_true",
+                   help="numba: a module that needs only NumPy and Numba (no symgraph), whose "
+                   "kernels compile slower; python modules always are")
     p = add("graph", "draw the expression graph (ASCII, DOT, SVG or PNG)", [common, wrt, output])
     p.add_argument("--grad", action="store_true",
                    help="also draw the derivative graph (derivative nodes marked)")

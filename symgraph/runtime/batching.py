@@ -88,6 +88,11 @@ def run_shared(kernel: Callable[[np.ndarray, np.ndarray, np.ndarray], int], X: n
     ended: queue.SimpleQueue = queue.SimpleQueue()  # a worker's call of the kernel returned
     threads = thread_count(X.shape[0], min_rows)
     if threads > 1:
+        from ..backends.numba.runtime import ATOMIC  # (a NAME_chunks kernel: Numba is loaded)
+
+        # Claims made without Numba's internals are not atomic: the batch stays on one thread.
+        threads = threads if ATOMIC else 1
+    if threads > 1:
         task = functools.partial(_share, kernel, X, OUT, claims, ended)
         for inbox in _inboxes(threads - 1):
             inbox.put((task, None))

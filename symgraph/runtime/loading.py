@@ -4,6 +4,8 @@ Files are written atomically (temporary file + rename) and never rewritten once 
 second process finds the same file, imports it, and Numba's own on-disk cache (which is keyed by
 the file's path and timestamp) gives back the machine code without compiling again.
 Real files also make tracebacks, `inspect.getsource` and debuggers work on generated code.
+A Numba module's text names the digest of symgraph's Numba runtime, which its machine code
+holds too, so another runtime gives another file (`backends.numba.cache.runtime_digest`).
 Kernels Numba has cached are loaded as the module is imported (`symgraph.numba_cache`).
 """
 

@@ -9,8 +9,8 @@ steps) as one loop over the block:
 * segments of arithmetic only (``+ - * /``, small integer powers, ``sqrt``, comparisons...) are
   loops LLVM vectorises across points, AVX2/AVX-512 wide;
 * so are exp, log, tanh, erf, sigmoid, expm1, log1p, sin and cos: lane code calls
-  symgraph.vecmath's ``vexp``, ``vlog``... (the op table's ``lanes`` templates), straight-line
-  code that the lowering inlines (their text is embedded in the generated module);
+  symgraph.backends.numba.vecmath's ``vexp``, ``vlog``... (the op table's ``lanes`` templates),
+  straight-line code that the runtime's lowering inlines from vecmath itself;
 * segments holding libm calls stay scalar, but their iterations are independent points, so the
   CPU overlaps calls that are a dependent chain within one point.
 
@@ -25,8 +25,9 @@ the exception: their strides are constants, and the segments read inputs from _X
 outputs in _OUT themselves (so _X and _OUT must not overlap).
 
 ``NAME_lanes`` is written as plain Python (it runs as it is); the batch kernel compiles it with
-``_lane_loops`` (emit_numba.LANE_LOWERING), which emits its loops as LLVM IR directly: Numba's
-per-line front end and a separate compile of the lane function would double the compile time.
+the runtime's ``lane_loops`` (symgraph.backends.numba.runtime.lanes), which emits its loops as
+LLVM IR directly: Numba's per-line front end and a separate compile of the lane function would
+double the compile time.
 
 Results equal the row kernel's bit for bit but for the vecmath steps: every other step is the
 same IEEE operation on the same operands (reordering steps changes nothing; no fastmath, so no
@@ -41,11 +42,11 @@ depends on the other points of its batch. Tiny programs (loads and stores domina
 loop over the row kernel.
 
 Either way the compiled entry point is ``NAME_chunks(_X, _OUT, _claims)``: it claims chunks of
-the batch one at a time (an atomic add on ``_claims[0]``), counts the chunks it finishes in
-``_claims[1]``, and returns once every chunk is finished. Threads that share one ``_claims``
-share the batch with no Python between chunks, and a thread that starts late takes only the
-chunks that are left: nobody waits for it (symgraph.batching). ``NAME_batch(_X, _OUT)`` is the
-whole batch on the calling thread.
+the batch one at a time (the runtime's ``fetch_add``, an atomic add on ``_claims[0]``), counts
+the chunks it finishes in ``_claims[1]``, and returns once every chunk is finished. Threads that
+share one ``_claims`` share the batch with no Python between chunks, and a thread that starts
+late takes only the chunks that are left: nobody waits for it (symgraph.runtime.batching).
+``NAME_batch(_X, _OUT)`` is the whole batch on the calling thread.
 """
 
 from __future__ import annotations
@@ -77,46 +78,6 @@ CHUNK_WORK = 200_000
 # run before it returns to Python, which sleeps until a worker's call ends and calls again
 # (batching.run_shared): a thread held up by another process is not spun for.
 SPINS = 1 << 16
-
-# Every Numba module with batch kernels carries these (it stays standalone).
-SHARING = '''
-
-# -- How threads share a batch ----------------------------------------------------------------
-# NAME_chunks(_X, _OUT, _claims) claims chunks of the batch one at a time (_claims[0]: the next
-# chunk), counts each chunk it finishes (_claims[1]), and returns once every chunk is finished,
-# or after a short wait for chunks other threads still run: it returns how many chunks are
-# unfinished (symgraph sleeps until another thread's call ends, then calls it again). Threads
-# that call it with one _claims array share the batch.
-
-
-def _claim_pointer(context, builder, signature, args):
-    ty, (claims, k) = signature.args[0], args
-    ary = context.make_array(ty)(context, builder, claims)
-    index = context.cast(builder, k, signature.args[1], types.intp)
-    return numba.core.cgutils.get_item_pointer(context, builder, ty, ary, [index])
-
-
-@numba.extending.intrinsic
-def _fetch_add(typingctx, claims, k):
-    """claims[k] += 1 in one atomic step (the other threads' writes before theirs are seen);
-    returns the value before."""
-    def lower(context, builder, signature, args):
-        one = context.get_constant(types.int64, 1)
-        return builder.atomic_rmw("add", _claim_pointer(context, builder, signature, args),
-                                  one, "acq_rel")
-
-    return types.int64(claims, k), lower
-
-
-@numba.extending.intrinsic
-def _load_acquire(typingctx, claims, k):
-    """claims[k], read atomically: the writes a thread made before its add are seen."""
-    def lower(context, builder, signature, args):
-        return builder.load_atomic(_claim_pointer(context, builder, signature, args),
-                                   "acquire", 8)
-
-    return types.int64(claims, k), lower
-'''
 # Above this, lanes cost 6-9 s more compile (1,200-step kernels) and gained nothing measurable:
 # the big vector loops spill, and libm calls (MLP's tanh, the nest) dominate anyway.
 MAX_STEPS = 400
@@ -283,7 +244,8 @@ def lane_kernel_lines(p: Program) -> list[str]:
                    for k, (_, o) in enumerate(p.outputs) if o not in stored])
     lines += loop([f"{I2}if _F[_j]:  # again with libm's sin/cos (the row kernel's steps)",
                    f"{I2}{I1}{p.name}_steps(_X[_s + _j], _OUT[_s + _j])"] if limited else [])
-    return lines + ["", "", f"_{p.name}_lanes = _lane_loops({p.name}_lanes, slots={count * BLOCK}, "
+    return lines + ["", "", f"_{p.name}_lanes = lane_loops({p.name}_lanes, {p.name}_steps, "
+                    f"slots={count * BLOCK}, "
                     f"block={BLOCK}, chunk={CHUNK}, widths={widths})", "", "",
                     *_chunks_kernel(p, CHUNK, [f"_{p.name}_lanes(_X, _OUT, _c)  # {p.name}_lanes "
                                                f"on each block of {BLOCK} points"], widths)]
@@ -315,15 +277,15 @@ def _chunks_kernel(p: Program, rows: int, chunk: list[str], widths: dict[str, in
             f"{I1}if {' or '.join(checks)}:",
             f"{I2}return -1  # not this kernel's shapes",
             f"{I1}_n = (_X.shape[0] + {rows - 1}) // {rows}  # chunks of {rows} points",
-            f"{I1}_c = _fetch_add(_claims, 0)",
+            f"{I1}_c = fetch_add(_claims, 0)",
             f"{I1}while _c < _n:",
             *[I2 + line for line in chunk],
-            f"{I2}_fetch_add(_claims, 1)",
-            f"{I2}_c = _fetch_add(_claims, 0)",
+            f"{I2}fetch_add(_claims, 1)",
+            f"{I2}_c = fetch_add(_claims, 0)",
             f"{I1}_spins = 0",
-            f"{I1}while _load_acquire(_claims, 1) < _n and _spins < {SPINS}:",
+            f"{I1}while load_acquire(_claims, 1) < _n and _spins < {SPINS}:",
             f"{I2}_spins += 1  # other threads' chunks",
-            f"{I1}return _n - _load_acquire(_claims, 1)",
+            f"{I1}return _n - load_acquire(_claims, 1)",
             "", "",
             f"def {p.name}_batch(_X, _OUT):",
             f'{I1}"""The whole batch on this thread."""',

@@ -21,8 +21,11 @@ first, as Numba always does.
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import threading
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -92,9 +95,7 @@ def drop_if_changed(dispatchers: Iterable[Any], sources: Iterable[str]) -> bool:
     an edit there alone would leave it stale. A digest of `sources` is kept beside the cache;
     when it differs, or the cache predates it, the entries go and are compiled again on first
     use. Best effort: an unwritable cache is left alone, as Numba leaves it."""
-    import hashlib
     import os
-    from pathlib import Path
 
     dispatchers = [d for d in dispatchers if getattr(d, "_cache", None) is not None]
     if not dispatchers:
@@ -119,6 +120,25 @@ def drop_if_changed(dispatchers: Iterable[Any], sources: Iterable[str]) -> bool:
     except OSError:
         pass
     return dropped
+
+
+def runtime_files() -> list[Path]:
+    """The files whose code a generated Numba module's machine code holds besides its own:
+    the runtime package (lowering, lanes, claims, the adapter) and vecmath, which the lowering
+    inlines."""
+    here = Path(__file__).resolve().parent
+    return sorted((here / "runtime").glob("*.py")) + [here / "vecmath.py"]
+
+
+@functools.cache
+def runtime_digest() -> str:
+    """A digest of `runtime_files` (names and bytes). Generated modules name it in their
+    header, so that a change of the runtime is a change of their text, hence of their file
+    (runtime.loading): Numba's cache, which checks only that file, cannot go stale."""
+    digest = hashlib.sha256()
+    for path in runtime_files():
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:24]
 
 
 _DTYPES = ("float64", "int64", "int32")

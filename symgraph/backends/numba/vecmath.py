@@ -20,55 +20,18 @@ sin/cos reduce exactly only for ``abs(x) <= SIN_COS_LIMIT``; beyond it their res
 unspecified (finite or nan). Callers recompute such lanes with ``math.sin``/``math.cos`` in a
 scalar fix-up loop that practice never enters, as `vsin_array` / `vcos_array` do.
 
-Generated modules must not import symgraph: ``source_of(names)`` returns the text of the
-requested functions with the helpers and constants they use, valid in a module that has
-``import math``, ``import numba``, ``import numpy as np`` and ``from numba import njit, types``.
+Generated lane code calls these functions by name; the runtime's lowering inlines them from
+this file (symgraph.backends.numba.runtime.lowering). The select and bit casts they are built
+of (`_where`, `_bits`, `_float`) are single instructions from the runtime adapter.
 """
 
 from __future__ import annotations
 
-import inspect
 import math
-from collections.abc import Iterable
 
-import numba
-from numba import njit, types
+from numba import njit
 
-# ---- source_of: definitions below are recorded in order, each a block of text ----
-_BLOCKS: dict[str, str] = {}
-_DEPS: dict[str, tuple[str, ...]] = {}
-
-
-def _record(name: str, deps: tuple[str, ...], text: str) -> None:
-    _BLOCKS[name] = text.strip("\n") + "\n"
-    _DEPS[name] = deps
-
-
-# BEGIN _common
-@numba.extending.intrinsic
-def _bits(typingctx, x):
-    """The 64 bits of a float64 as an int64 (a free register move, vectorises)."""
-    def codegen(context, builder, sig, args):
-        return builder.bitcast(args[0], context.get_value_type(types.int64))
-    return types.int64(types.float64), codegen
-
-
-@numba.extending.intrinsic
-def _where(typingctx, cond, a, b):
-    """`a if cond else b` as one select instruction: Numba compiles if-expressions to branches,
-    and LLVM's vectoriser gives up on a loop with two of them in a row."""
-    def codegen(context, builder, sig, args):
-        return builder.select(args[0], args[1], args[2])
-    return a(types.boolean, a, a), codegen
-
-
-@numba.extending.intrinsic
-def _float(typingctx, n):
-    """The float64 whose 64 bits are the int64 `n`."""
-    def codegen(context, builder, sig, args):
-        return builder.bitcast(args[0], context.get_value_type(types.float64))
-    return types.float64(types.int64), codegen
-
+from .runtime.bits import _bits, _float, _where  # the adapter's (Numba internals)
 
 # Adding 1.5 * 2**52 rounds |y| < 2**51 to an integer held in the low bits of the sum: avoids
 # float<->int64 conversions, which AVX2 lacks as vector instructions.
@@ -77,10 +40,8 @@ _ROUNDER_BITS = 0x4338000000000000
 _LN2_HI = 0.6931471805598903  # ln 2 to 42 bits: n * _LN2_HI is exact for |n| < 2**11
 _LN2_LO = 5.497923018708371e-14  # ln 2 - _LN2_HI
 _LOG2E = 1.4426950408889634
-# END _common
 
 
-# BEGIN _exp_reduced
 @njit(error_model="numpy", forceinline=True)
 def _exp_reduced(x):
     """x = n ln2 + (r + r_err) with |r| <= ln2/2 (r_err the rounding of r), and g(r) of degree
@@ -103,10 +64,6 @@ def _exp_reduced(x):
     g = g * r + 0.1666666666666667
     g = g * r + 0.5
     return k, r, r_err, g
-# END _exp_reduced
-
-
-# BEGIN vexp
 
 
 @njit(error_model="numpy", forceinline=True)
@@ -124,10 +81,8 @@ def vexp(x: float) -> float:
     n1 = ni >> 1  # 2**n = 2**n1 * 2**n2, both normal for -1076 <= n <= 1024
     n2 = ni - n1
     return p * _float((n1 + 1023) << 52) * _float((n2 + 1023) << 52)
-# END vexp
 
 
-# BEGIN _log_kernel
 _SQRT_HALF_BITS = 0x3FE6A09E667F3BCD
 
 
@@ -159,18 +114,14 @@ def _log_kernel(x, corr):
     y = _where(x < math.inf, y, x)  # inf, nan
     y = _where(x == 0.0, -math.inf, y)
     return _where(x < 0.0, math.nan, y)
-# END _log_kernel
 
 
-# BEGIN vlog
 @njit(error_model="numpy", forceinline=True)
 def vlog(x: float) -> float:
     """log(x), by `_log_kernel`. Max error 0.79 ulp (40,000 points vs mpmath)."""
     return _log_kernel(x, 0.0)
-# END vlog
 
 
-# BEGIN _expm1_kernel
 @njit(error_model="numpy", forceinline=True)
 def _expm1_kernel(x):
     """expm1(x) = (hi + lo) * s1 * s2 for -45 <= x <= 710 (hi + lo a double-double, s1 s2 = 2**n).
@@ -189,10 +140,8 @@ def _expm1_kernel(x):
     y_lo = (s - y) + tail
     n1 = ni >> 1
     return y, y_lo, _float((n1 + 1023) << 52), _float((ni - n1 + 1023) << 52)
-# END _expm1_kernel
 
 
-# BEGIN vexpm1
 @njit(error_model="numpy", forceinline=True)
 def vexpm1(x: float) -> float:
     """expm1(x) = exp(x) - 1, by `_expm1_kernel`. Max error 0.92 ulp (40,000 points)."""
@@ -200,10 +149,8 @@ def vexpm1(x: float) -> float:
     xc = _where(xc < -45.0, -45.0, xc)  # expm1(-45) rounds to -1
     y, y_lo, s1, s2 = _expm1_kernel(xc)
     return _where(x == 0.0, x, y * s1 * s2)  # keeps -0.0
-# END vexpm1
 
 
-# BEGIN vtanh
 @njit(error_model="numpy", forceinline=True)
 def vtanh(x: float) -> float:
     """tanh(x) = -m / (2 + m) with m = expm1(-2|x|) as a double-double from `_expm1_kernel`, and
@@ -228,10 +175,8 @@ def vtanh(x: float) -> float:
     q = q + ((((m_hi - p) - p_err) + m_lo) - q * d_lo) / d
     t = _where(x < 0.0, q, -q)
     return _where(x == 0.0, x, t)  # keeps -0.0
-# END vtanh
 
 
-# BEGIN verf
 @njit(error_model="numpy", forceinline=True)
 def verf(x: float) -> float:
     """erf(x), for a = |x| in four pieces, all computed (lanes select theirs):
@@ -305,10 +250,8 @@ def verf(x: float) -> float:
     y = _where(x < 0.0, -y, y)
     y = _where(a != a, x, y)  # nan (the pieces above picked `big` for it)
     return _where(x == 0.0, x, y)  # keeps -0.0
-# END verf
 
 
-# BEGIN vlog1p
 @njit(error_model="numpy", forceinline=True)
 def vlog1p(x: float) -> float:
     """log1p(x) = log(u) + err/u where u + err = 1 + x exactly (TwoSum), by `_log_kernel`.
@@ -317,10 +260,8 @@ def vlog1p(x: float) -> float:
     v = u - 1.0
     err = (1.0 - (u - v)) + (x - v)
     return _where(x == 0.0, x, _log_kernel(u, err / u))  # keeps -0.0
-# END vlog1p
 
 
-# BEGIN _sin_cos
 SIN_COS_LIMIT = 5.0e7  # vsin/vcos are exact-reduced (<= 1 ulp) for |x| <= this; callers fix up
 _2_OVER_PI = 0.6366197723675814
 _PIO2_1 = 1.570796325802803  # pi/2 as four 28-bit parts (n * part exact for |n| < 2**25)
@@ -393,28 +334,22 @@ def _sin_cos(x, shift):
     """sin(x + shift pi/2) for |x| <= SIN_COS_LIMIT, with a final rounding."""
     k, sin_r, cos_r = _sin_cos_reduced(x)
     return _in_quadrant(k, shift, sin_r, cos_r)
-# END _sin_cos
 
 
-# BEGIN vsin
 @njit(error_model="numpy", forceinline=True)
 def vsin(x: float) -> float:
     """sin(x) for |x| <= SIN_COS_LIMIT (beyond: unspecified, see `vsin_array`); nan for inf.
     Max error 0.74 ulp (66,000 points vs mpmath, with the doubles nearest to k pi/2)."""
     return _where(x == 0.0, x, _sin_cos(x, 0))  # keeps -0.0
-# END vsin
 
 
-# BEGIN vcos
 @njit(error_model="numpy", forceinline=True)
 def vcos(x: float) -> float:
     """cos(x) for |x| <= SIN_COS_LIMIT (beyond: unspecified, see `vcos_array`); nan for inf.
     Max error 0.73 ulp (66,000 points vs mpmath, with the doubles nearest to k pi/2)."""
     return _sin_cos(x, 1)
-# END vcos
 
 
-# BEGIN vsincos
 @njit(error_model="numpy", forceinline=True)
 def vsincos(x: float) -> tuple[float, float]:
     """(sin(x), cos(x)), equal bit for bit to (vsin(x), vcos(x)), from one argument reduction:
@@ -422,10 +357,8 @@ def vsincos(x: float) -> tuple[float, float]:
     k, sin_r, cos_r = _sin_cos_reduced(x)
     return _where(x == 0.0, x, _in_quadrant(k, 0, sin_r, cos_r)), _in_quadrant(k, 1, sin_r,
                                                                                 cos_r)
-# END vsincos
 
 
-# BEGIN vsin_array
 @njit(error_model="numpy")
 def vsin_array(x, out):
     """out[:] = sin(x): the vector loop, then lanes beyond SIN_COS_LIMIT again with libm."""
@@ -434,10 +367,8 @@ def vsin_array(x, out):
     for j in range(x.size):
         if not abs(x[j]) <= SIN_COS_LIMIT:  # never taken in practice; also catches inf, nan
             out[j] = math.sin(x[j])
-# END vsin_array
 
 
-# BEGIN vcos_array
 @njit(error_model="numpy")
 def vcos_array(x, out):
     """out[:] = cos(x): the vector loop, then lanes beyond SIN_COS_LIMIT again with libm."""
@@ -446,38 +377,7 @@ def vcos_array(x, out):
     for j in range(x.size):
         if not abs(x[j]) <= SIN_COS_LIMIT:
             out[j] = math.cos(x[j])
-# END vcos_array
 
 
-def source_of(names: Iterable[str]) -> str:
-    """Text defining the functions `names` (e.g. ``["vexp", "vsin_array"]``) and everything they
-    use, in dependency order, for a module that has ``import math``, ``import numba``,
-    ``import numpy as np`` and ``from numba import njit, types``."""
-    wanted: set[str] = set()
-    todo = list(names)
-    while todo:
-        name = todo.pop()
-        if name not in _BLOCKS:
-            raise KeyError(f"vecmath has no function {name!r}; it has {sorted(PUBLIC)}")
-        if name not in wanted:
-            wanted.add(name)
-            todo.extend(_DEPS[name])
-    return "\n\n\n".join(text for name, text in _BLOCKS.items() if name in wanted)
-
-
-def _register_blocks() -> None:
-    src = inspect.getsource(inspect.getmodule(_register_blocks))
-    deps = {"_common": (), "_exp_reduced": ("_common",), "vexp": ("_exp_reduced",),
-            "_log_kernel": ("_common",), "vlog": ("_log_kernel",),
-            "_expm1_kernel": ("_exp_reduced",),
-            "vexpm1": ("_expm1_kernel",), "vtanh": ("_expm1_kernel",),
-            "vlog1p": ("_log_kernel",), "verf": ("vexp",), "_sin_cos": ("_common",),
-            "vsin": ("_sin_cos",), "vcos": ("_sin_cos",), "vsincos": ("_sin_cos",),
-            "vsin_array": ("vsin",), "vcos_array": ("vcos",)}
-    for name in sorted(deps, key=lambda name: src.index(f"# BEGIN {name}\n")):  # file order
-        start = src.index(f"# BEGIN {name}\n") + len(f"# BEGIN {name}\n")
-        _record(name, deps[name], src[start:src.index(f"# END {name}\n")])
-
-
-_register_blocks()
-PUBLIC = tuple(name for name in _BLOCKS if not name.startswith("_"))
+PUBLIC = ("vexp", "vlog", "vexpm1", "vtanh", "verf", "vlog1p", "vsin", "vcos", "vsincos",
+          "vsin_array", "vcos_array")

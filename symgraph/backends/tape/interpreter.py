@@ -34,6 +34,7 @@ from numba import njit
 
 from ..numba import vecmath
 from ..numba.cache import drop_if_changed
+from ..numba.runtime import bits
 from ..numba.vecmath import (
     SIN_COS_LIMIT,
     _where,
@@ -465,4 +466,5 @@ def run_points(opcodes, operands, targets, blocks, constants, outputs, n_registe
 
 
 # Numba's cache checks only this file; the machine code also holds vecmath's functions.
-drop_if_changed((run, run_row, run_lanes, run_batch, run_points), (vecmath.__file__,))
+drop_if_changed((run, run_row, run_lanes, run_batch, run_points),
+                (vecmath.__file__, bits.__file__))

@@ -1,0 +1,52 @@
+"""The select and bit casts vecmath's functions are built of, each one LLVM instruction.
+
+Part of the runtime adapter (they are intrinsics: llvmlite's builder, Numba's contexts). When
+the adapter cannot use Numba's internals, they are plain ``@njit`` functions with the same
+results: a branch and two array views, which stop LLVM vectorising the loops that use them.
+"""
+
+from __future__ import annotations
+
+from numba import njit, types
+
+from . import LOWERED
+
+if LOWERED:
+    from numba.extending import intrinsic
+
+    @intrinsic
+    def _bits(typingctx, x):
+        """The 64 bits of a float64 as an int64 (a free register move, vectorises)."""
+        def codegen(context, builder, sig, args):
+            return builder.bitcast(args[0], context.get_value_type(types.int64))
+        return types.int64(types.float64), codegen
+
+    @intrinsic
+    def _where(typingctx, cond, a, b):
+        """`a if cond else b` as one select instruction: Numba compiles if-expressions to
+        branches, and LLVM's vectoriser gives up on a loop with two of them in a row."""
+        def codegen(context, builder, sig, args):
+            return builder.select(args[0], args[1], args[2])
+        return a(types.boolean, a, a), codegen
+
+    @intrinsic
+    def _float(typingctx, n):
+        """The float64 whose 64 bits are the int64 `n`."""
+        def codegen(context, builder, sig, args):
+            return builder.bitcast(args[0], context.get_value_type(types.float64))
+        return types.float64(types.int64), codegen
+
+else:
+    import numpy as np
+
+    @njit(error_model="numpy", forceinline=True)
+    def _bits(x):
+        return np.full(1, x, np.float64).view(np.int64)[0]
+
+    @njit(error_model="numpy", forceinline=True)
+    def _where(cond, a, b):
+        return a if cond else b
+
+    @njit(error_model="numpy", forceinline=True)
+    def _float(n):
+        return np.full(1, n, np.int64).view(np.float64)[0]

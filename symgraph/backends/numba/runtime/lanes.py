@@ -1,0 +1,83 @@
+"""How a lane kernel compiles: the loops of ``NAME_lanes`` emitted as loops in LLVM IR.
+
+``NAME_lanes`` (symgraph.backends.numba.batch) runs the steps on a block of points, one loop
+over the block per segment. The batch kernel compiles it through
+`symgraph.backends.numba.runtime.lane_loops`: the loops become loops in LLVM IR (which LLVM
+vectorises as it would Numba's), each step is lowered as a row kernel's steps are
+(`lowering.compile_steps`), and ``_T`` is a scratch array on the stack. Numba's front end types
+one call instead of every line (~2 ms a line), and the lane code is no function of its own that
+LLVM compiles, then again inside the batch loop: half the compile time, the same machine loops.
+Part of the runtime adapter (Numba's internals: contexts, cgutils, llvmlite's builder).
+"""
+
+from __future__ import annotations
+
+import ast
+
+from numba import types
+from numba.core import cgutils
+
+from .lowering import compile_steps
+
+
+def lower_lanes(loops, steps, slots, block, chunk, widths, context, builder, signature, args):
+    """Emit the loops `loops` (of a ``NAME_lanes``) into an intrinsic's code (X, OUT, c) that
+    runs chunk c; a fix-up loop's call (``NAME_steps(_X[_s + _j], _OUT[_s + _j])``) runs the
+    statements `steps`."""
+    intp, impls = types.intp, {}
+    (xty, oty, cty), (x, out, c) = signature.args, args
+    arrays = {"_X": (xty, context.make_array(xty)(context, builder, x)),
+              "_OUT": (oty, context.make_array(oty)(context, builder, out))}
+    scratch = cgutils.alloca_once(builder, context.get_value_type(types.float64), size=slots)
+    scratch.align = 64  # whole cache lines: a slot's vector loads never straddle two
+    flags = cgutils.alloca_once(builder, context.get_data_type(types.boolean), size=block)
+    n = cgutils.unpack_tuple(builder, arrays["_X"][1].shape)[0]
+    start = builder.mul(context.cast(builder, c, cty, intp), context.get_constant(intp, chunk))
+    end = builder.add(start, context.get_constant(intp, chunk))
+    stop = builder.select(builder.icmp_signed("<", n, end), n, end)
+    with cgutils.for_range_slice(builder, start, stop, context.get_constant(intp, block)) as (
+            s, _):
+        left = builder.sub(n, s)
+        m = builder.select(builder.icmp_signed("<", left, context.get_constant(intp, block)),
+                           left, context.get_constant(intp, block))
+        for loop in loops:
+            if not isinstance(loop, ast.For):
+                continue
+            with cgutils.for_range(builder, m) as j:
+                pointer = _pointers(context, builder, arrays, scratch, flags, widths, s, j.index)
+                if isinstance(loop.body[0], ast.If):  # libm for the flagged points: rarely
+                    test = pointer(loop.body[0].test)[1]
+                    call = loop.body[0].body[0].value
+                    row = {"_x": call.args[0], "_out": call.args[1]}  # _X[_s + _j]...
+                    with cgutils.if_unlikely(builder, context.unpack_value(
+                            builder, types.boolean, test)):
+                        compile_steps(context, builder, lambda node, row=row, pointer=pointer:
+                                      pointer(row[node.value.id], node.slice), impls)(steps)
+                    continue
+                compile_steps(context, builder, pointer, impls)(loop.body)
+    return context.get_dummy_value()
+
+
+def _pointers(context, builder, arrays, scratch, flags, widths, s, j):
+    """Where a subscript of lane code points for point s + j: _T[offset + _j], _X[_s + _j, k],
+    _OUT[_s + _j, k], _F[_j] (a row's `column` given apart for a fix-up's _x[k], _out[k])."""
+    intp = types.intp
+
+    def pointer(node, column=None):
+        if node.value.id == "_T":
+            offset = context.get_constant(intp, node.slice.left.value)
+            return types.float64, builder.gep(scratch, [builder.add(offset, j)])
+        if node.value.id == "_F":
+            return types.boolean, builder.gep(flags, [j])
+        ty, ary = arrays[node.value.id]
+        column = node.slice.elts[1] if column is None else column
+        width = widths.get(node.value.id)
+        if width is None:
+            return ty.dtype, cgutils.get_item_pointer(
+                context, builder, ty, ary,
+                [builder.add(s, j), context.get_constant(intp, column.value)])
+        row = builder.mul(builder.add(s, j), context.get_constant(intp, width))
+        return ty.dtype, builder.gep(ary.data, [
+            builder.add(row, context.get_constant(intp, column.value))])
+
+    return pointer
