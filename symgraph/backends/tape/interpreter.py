@@ -17,20 +17,23 @@ the true value like libm, so they may differ from the straight-line kernels in t
 Flags are the straight-line kernels' (``error_model="numpy"``, no fastmath), so edge points give
 NumPy's answers (1/0 = inf, log(-1) = nan) and never raise.
 
-The interpreter is generated from the op table (`symgraph.backends.tape.generate`, codes from
-`symgraph.backends.tape.opcodes`: tape-only instructions first, then the table in table order,
-so an op registered later appends a code). Two homes:
+The interpreter is generated from the op table (`symgraph.backends.tape.generate`; codes from
+`symgraph.backends.tape.opcodes`: the tape-only instructions first, then the table in table
+order, so an op registered later appends a code). Two homes:
 
-* the op table as shipped: `standard.py` in this folder, generated and checked in; Numba keeps
-  its machine code in the package's ``__pycache__`` (~10 s to compile, once per machine, Numba
-  and symgraph version: `symgraph precompile`). Its name never changes, so its cached machine
-  code is dropped when vecmath, which it inlines, changes.
+* the op table as shipped: `standard.py` in this folder, generated and checked in. It records
+  the digest of the instruction set it was made from (`TABLE`): a table whose instruction set
+  has that digest uses it, with no source rendered on the way. Numba keeps its machine code in
+  the package's ``__pycache__`` (~10 s to compile, once per machine, Numba and symgraph
+  version: `symgraph precompile`). Its name never changes, so its cached machine code is
+  dropped when vecmath (or a module beside vecmath that it imports), which it inlines, changes.
 * any other table (an op registered at run time, ``OPS[name] = OpSpec(...)``; or the shipped
   table before `standard.py` is regenerated): ``tape_interpreter_<digest>.py`` in the cache
-  folder (``$SYMGRAPH_CACHE_DIR/tape``), written atomically, named by a digest of its source and
-  of vecmath, so a change of either makes a new file and nothing goes stale. Its first tape
-  call compiles it (~10-15 s here, as the standard one; 40 s+ on a loaded machine), later
-  processes load it from Numba's cache.
+  folder (``$SYMGRAPH_CACHE_DIR/tape``), written atomically and named by a digest of its source
+  and of vecmath, so a change of either makes a new file and nothing goes stale. Its first tape
+  call compiles it, as long as the standard one takes (~10 s on an idle machine; the test that
+  registers two ops took 16 s of CPU, 46 s of wall time on a loaded one); later processes load
+  it from Numba's cache.
 
 `interpreter_for(ops)` is a table's `Interpreter`; `run_row`, `run_batch`, ... below are those
 of the table as it was when this module was imported (for `symgraph precompile` and tests).

@@ -35,7 +35,7 @@ STRUCTURAL = ("add", "mul", "neg", "div")
 RANGE_LIMITED = {"vsin": "SIN_COS_LIMIT", "vcos": "SIN_COS_LIMIT"}
 # Names of the generated interpreter module that no op constant may take.
 RESERVED = frozenset({"ARITIES", "INSTRUCTION_NAMES", "MAX_BLOCK", "SIMD", "SIN_COS_LIMIT",
-                      "VECTOR_OPCODES"})
+                      "TABLE", "VECTOR_OPCODES"})
 _OPERANDS = ("a", "b", "c")
 
 
