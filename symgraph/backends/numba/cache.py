@@ -90,8 +90,8 @@ def _load_overloads(dispatcher: Any, rtsys: Any) -> int:
 def drop_if_changed(dispatchers: Iterable[Any], sources: Iterable[str]) -> bool:
     """Drop the cached machine code of `dispatchers` when a file in `sources` changed since it
     was cached; returns whether it dropped any. Numba's cache checks only the file a function
-    is written in, but machine code also holds what it inlined from other files (the tape
-    interpreter: symgraph.vecmath's functions; the tape passes: the interpreter's opcodes), so
+    is written in, but machine code also holds what it inlined from other files (the shipped
+    tape interpreter: vecmath's functions; the tape passes: the fixed opcodes), so
     an edit there alone would leave it stale. A digest of `sources` is kept beside the cache;
     when it differs, or the cache predates it, the entries go and are compiled again on first
     use. Best effort: an unwritable cache is left alone, as Numba leaves it."""

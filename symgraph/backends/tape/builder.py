@@ -2,7 +2,8 @@
 
 A straight-line kernel costs Numba/LLVM compile time that grows faster than its length (minutes
 at 10^5 steps). A tape costs none: each `Program` becomes a few NumPy arrays that the
-interpreter in `symgraph.tape_interpreter` (compiled once per machine) runs as they are.
+interpreter of the op table (`symgraph.backends.tape.interpreter`, compiled once per machine)
+runs as they are; a tape keeps the interpreter it was built for.
 
     module = build_tape_module(programs)      # drop-in for a generated module
     module.value_grad_row(x, out)             # x: (n,) floats, out: (k,)
@@ -12,12 +13,12 @@ interpreter in `symgraph.tape_interpreter` (compiled once per machine) runs as t
 Building a tape: n-ary sums and products become chains of binary instructions evaluated left
 to right, and ``x**k`` for a literal integer ``0 < |k| <= 4`` becomes multiplications: the
 same arithmetic, in the same order, as the straight-line kernels, so results are equal bit for
-bit (but for the vector ops, which use symgraph.vecmath: see tape_interpreter). The
+bit (but for the vector ops, which use vecmath: see `symgraph.backends.tape.interpreter`). The
 instructions are then reordered so that equal ops run back to back where dependencies allow
 (`cluster_order`), registers are assigned by a linear scan (`linear_scan`):
 ``[inputs | constants | work]``, a value takes a free register at its first write and gives it
 back after its last use, so the file holds the live values, not the steps; and the runs of one
-op are cut into the interpreter's blocks (`split_blocks`). The passes (`tape_passes`) are
+op are cut into the interpreter's blocks (`split_blocks`). The passes (`passes.py`) are
 Numba functions (cached), so a 10^6-instruction tape builds in seconds.
 """
 
@@ -31,27 +32,15 @@ import numpy as np
 from ...ir.traversal import bulk
 from ...lower.schedule import Program, Step
 from ..numba.cache import preload
-from .interpreter import (
-    ADD,
-    DIV,
-    INSTRUCTION_NAMES,
-    MAX_BLOCK,
-    MUL,
-    NEG,
-    NMUL,
-    OPCODES,
-    SINCOS,
-    SUB,
-    VECTOR_OPCODES,
-)
+from .interpreter import Interpreter, interpreter_for, refusal
 from .module import LANE_BUDGET, Tape, TapeModule, lane_width, tape_text
+from .opcodes import NMUL, SINCOS, SUB
 from .passes import cluster_order, linear_scan, split_blocks
 
 __all__ = ["LANE_BUDGET", "STRATEGIES", "TAPE_THRESHOLD_OPS", "Tape", "TapeModule", "build_tape",
            "build_tape_module", "choose_strategy", "lane_width", "lanes_beat_rows", "tape_text"]
 
 _SPECIAL_LITERALS = {"math.nan": math.nan, "math.inf": math.inf, "-math.inf": -math.inf}
-_CHAINED = {"add": ADD, "mul": MUL}
 STRATEGIES = ("auto", "straight", "tape")
 # Measured with benchmarks/scale.py: a straight-line Numba kernel compiles in ~0.2 ms per
 # operation for the row and ~0.3 ms for the batch (~2 s at this size, 4,517 ops: 0.95 s + 1.2 s;
@@ -81,7 +70,10 @@ def _small_int_exponent(text: str) -> int | None:
 class _Builder:
     """Instructions over value ids: ``>= 0`` step values (virtual), ``< 0`` fixed registers."""
 
-    def __init__(self, inputs: Sequence[str]) -> None:
+    def __init__(self, inputs: Sequence[str], interpreter: Interpreter) -> None:
+        self.codes = interpreter.codes
+        self.add, self.mul, self.neg, self.div = (self.codes[name]
+                                                  for name in ("add", "mul", "neg", "div"))
         self.ids = {name: -(i + 1) for i, name in enumerate(inputs)}
         self.n_inputs = len(inputs)
         self.constants: list[float] = []
@@ -130,7 +122,7 @@ class _Builder:
             return value
         if value not in self.negated:
             self.negated[value] = self.new_value()
-            self.emit(NEG, self.negated[value], value, value, value, step)
+            self.emit(self.neg, self.negated[value], value, value, value, step)
         return self.negated[value]
 
     def step(self, index: int, step: Step) -> None:
@@ -149,14 +141,16 @@ class _Builder:
                 self.ids[step.target] = value
             else:
                 self.negations[step.target] = value
-        elif step.op in _CHAINED:
+        elif step.op in ("add", "mul"):
             self.chain(index, step)
         elif step.op == "pow" and _small_int_exponent(operands[1]) is not None:
             self.small_power(index, step, _small_int_exponent(operands[1]))
         else:
-            code = OPCODES.get(step.op)
-            if code is None:
-                raise NotImplementedError(f"the tape interpreter has no op {step.op!r}")
+            code = self.codes.get(step.op)
+            if code is None or code == SINCOS or len(operands) > 3:
+                why = refusal(step.op)
+                raise NotImplementedError(f"the tape interpreter has no op {step.op!r}"
+                                          + (f" ({why})" if why else ""))
             args = [self.plain(text, index) for text in operands]
             args += [args[0]] * (3 - len(args))
             dst = self.new_value()
@@ -165,19 +159,19 @@ class _Builder:
 
     def chain(self, index: int, step: Step) -> None:
         # Left to right, as Python evaluates `a + b - c + d`: the same rounding.
-        code = _CHAINED[step.op]
+        code = self.codes[step.op]
         first, negated = self.operand(step.operands[0], index)
         if len(step.operands) == 1 and not negated:
             self.ids[step.target] = first  # a one-term sum is its term: no instruction
             return
         dst = self.new_value()
         terms = [(first, negated)] + [self.operand(text, index) for text in step.operands[1:]]
-        if code == MUL and len(terms) > 1:
+        if code == self.mul and len(terms) > 1:
             # Negated factors only set the sign, which the last link applies.
             odd = sum(negated for _, negated in terms) % 2
             for k, (value, _) in enumerate(terms[1:], 1):
                 last = k == len(terms) - 1
-                self.emit(NMUL if odd and last else MUL, dst, first, value, value, index)
+                self.emit(NMUL if odd and last else self.mul, dst, first, value, value, index)
                 first = dst
             self.ids[step.target] = dst
             return
@@ -186,7 +180,7 @@ class _Builder:
             terms = [(terms[1][0], False), (first, True)] + terms[2:]
             first, negated = terms[0]
         if negated:
-            self.emit(NEG, dst, first, first, first, index)
+            self.emit(self.neg, dst, first, first, first, index)
             first = dst
         for value, negated in terms[1:]:
             self.emit(SUB if negated else code, dst, first, value, value, index)
@@ -199,13 +193,13 @@ class _Builder:
         dst = self.new_value()
         product = base
         for _ in range(abs(k) - 1):
-            self.emit(MUL, dst, product, base, base, index)
+            self.emit(self.mul, dst, product, base, base, index)
             product = dst
         if k < 0:
             one = self.constant(1.0)
-            self.emit(DIV, dst, one, product, product, index)
+            self.emit(self.div, dst, one, product, product, index)
         elif k == 1:
-            self.emit(MUL, dst, base, self.constant(1.0), base, index)  # not produced by
+            self.emit(self.mul, dst, base, self.constant(1.0), base, index)  # not produced by
             # schedule (x**1 simplifies), kept for completeness: x * 1.0 is x bit for bit.
         self.ids[step.target] = dst
 
@@ -230,8 +224,10 @@ def _sin_cos_pairs(steps: Sequence[Step]) -> dict[int, tuple[str, str]]:
 
 
 def build_tape(program: Program) -> Tape:
-    """The tape of one program; raises NotImplementedError for an op the interpreter lacks."""
-    builder = _Builder(program.inputs)
+    """The tape of one program, for the interpreter of the op table as it is now; raises
+    NotImplementedError for an op the interpreter lacks."""
+    interpreter = interpreter_for()
+    builder = _Builder(program.inputs, interpreter)
     builder.sin_cos_pairs = _sin_cos_pairs(program.steps)
     for index, step in enumerate(program.steps):
         builder.step(index, step)
@@ -239,17 +235,17 @@ def build_tape(program: Program) -> Tape:
     n_fixed = builder.n_inputs + len(builder.constants)
     code = np.array(builder.code, dtype=np.int64).reshape(-1, 6)
     preload([cluster_order, linear_scan, split_blocks])  # from Numba's cache, without its set-up
-    code = code[cluster_order(code, builder.values, len(INSTRUCTION_NAMES))]
+    code = code[cluster_order(code, builder.values, len(interpreter.names))]
     rows, out, n_registers = linear_scan(code, np.array(outputs, dtype=np.int64),
                                          builder.values, n_fixed)
     opcodes, targets = rows[:, 0].copy(), rows[:, 1].copy()
     operands, step_of = np.ascontiguousarray(rows[:, 2:]), code[:, 5].astype(np.int32)
-    vector = np.zeros(len(INSTRUCTION_NAMES), np.bool_)
-    vector[list(VECTOR_OPCODES)] = True
-    blocks = split_blocks(opcodes, operands, targets, n_registers, vector, MAX_BLOCK)
+    blocks = split_blocks(opcodes, operands, targets, n_registers, interpreter.vector,
+                          interpreter.max_block)
     return Tape(program.name, tuple(program.inputs), tuple(label for label, _ in program.outputs),
                 n_registers, opcodes, operands, targets, blocks,
-                np.array(builder.constants, dtype=np.float64), out, step_of, program.steps)
+                np.array(builder.constants, dtype=np.float64), out, step_of, program.steps,
+                interpreter)
 
 
 # Per point and one thread, measured on the suite (x86-64, AVX-512): a loop over a straight-line
@@ -259,14 +255,15 @@ def build_tape(program: Program) -> Tape:
 # the same either way.
 ROW_NS_PER_OP, ROW_NS_PER_CALL = 0.17, 12.0
 LANE_NS_PER_INSTRUCTION, LANE_NS_PER_VECTOR_CALL = 0.38, 2.5
-_VECTOR_NAMES = frozenset(INSTRUCTION_NAMES[op] for op in VECTOR_OPCODES)
 
 
 def lanes_beat_rows(program: Program) -> bool:
     """Whether a batch of `program` runs faster on the tape's lanes than as a loop over its
     straight-line row kernel: when enough of it is exp/log/sin/cos/tanh/erf..., which the
     lanes compute in SIMD and the row kernel in scalar libm calls (MLP losses, deep nests)."""
-    vector = sum(1 for s in program.steps if s.op in _VECTOR_NAMES)
+    interpreter = interpreter_for()
+    names = {name for name, vector in zip(interpreter.names, interpreter.vector) if vector}
+    vector = sum(1 for s in program.steps if s.op in names)
     ops = program.op_count
     row = ROW_NS_PER_OP * (ops - vector) + ROW_NS_PER_CALL * vector
     lanes = LANE_NS_PER_INSTRUCTION * ops + LANE_NS_PER_VECTOR_CALL * vector
@@ -296,9 +293,9 @@ def precompile() -> int:
     the argument types symgraph passes them) into Numba's on-disk cache now, so that no tape on
     this machine waits for it: ~10 s, once per machine, Numba and symgraph version (the first
     tape would pay it otherwise). Returns how many functions it compiled (0: all cached)."""
-    from .interpreter import run_batch, run_points, run_row
-
-    entry_points = (cluster_order, linear_scan, split_blocks, run_row, run_batch, run_points)
+    interpreter = interpreter_for()
+    entry_points = (cluster_order, linear_scan, split_blocks, interpreter.run_row,
+                    interpreter.run_batch, interpreter.run_points)
     preload(entry_points)
     before = sum(sum(f.stats.cache_misses.values()) for f in entry_points)
     steps = (Step("t0", "sin", ("a",)), Step("t1", "cos", ("a",)), Step("t2", "mul", ("t0", "b")),
@@ -308,6 +305,7 @@ def precompile() -> int:
     X, OUT = np.ones((3, 2)), np.empty((3, 1))
     module.value_row(X[0], OUT[0])
     module.value_batch(X, OUT)  # lanes
-    run_points(*tape.arrays, X, OUT, np.empty(tape.n_registers + 2 * MAX_BLOCK))
+    interpreter.run_points(*tape.arrays, X, OUT,
+                           np.empty(tape.n_registers + 2 * interpreter.max_block))
     return sum(sum(f.stats.cache_misses.values()) for f in entry_points) - before
 

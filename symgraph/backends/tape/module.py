@@ -1,7 +1,8 @@
-"""Tapes as objects: `Tape` (one program's instruction arrays), `tape_text` (the tape as
-readable steps) and `TapeModule`, which stands in for a generated module with
-``<program>_row`` / ``<program>_batch`` functions around the interpreter's kernels
-(`symgraph.tape_interpreter`). Plain Python: the checks and choices around each call.
+"""Tapes as objects: `Tape` (one program's instruction arrays, and the interpreter of the op
+table they were built for), `tape_text` (the tape as readable steps) and `TapeModule`, which
+stands in for a generated module with ``<program>_row`` / ``<program>_batch`` functions around
+the interpreter's kernels (`symgraph.backends.tape.interpreter`). Plain Python: the checks and
+choices around each call.
 """
 
 from __future__ import annotations
@@ -11,18 +12,11 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ...ir.ops import OPS
 from ...lower.naming import comment_text
 from ...lower.schedule import Step
 from ..numba.cache import Entry
-from .interpreter import (
-    INSTRUCTION_NAMES,
-    MAX_BLOCK,
-    SINCOS,
-    run_batch,
-    run_points,
-    run_row,
-)
+from .interpreter import MAX_BLOCK, Interpreter, interpreter_for
+from .opcodes import SINCOS
 
 LANE_BUDGET = 1 << 20  # float64 registers per thread in a batch (8 MB)
 
@@ -35,7 +29,7 @@ class Tape:
     input_names: tuple[str, ...]
     output_labels: tuple[str, ...]
     n_registers: int
-    opcodes: np.ndarray  # int32 (S,), codes of tape_interpreter.INSTRUCTION_NAMES
+    opcodes: np.ndarray  # int32 (S,), codes of `interpreter.names`
     operands: np.ndarray  # int32 (S, 3), unused slots repeat the first operand
     targets: np.ndarray  # int32 (S,)
     blocks: np.ndarray  # int32 (B + 1,): block k is instructions blocks[k] .. blocks[k + 1] - 1
@@ -43,6 +37,12 @@ class Tape:
     outputs: np.ndarray  # int32 (K,), the register of each output
     step_of: np.ndarray  # int32 (S,), the program step an instruction belongs to
     steps: tuple[Step, ...] = ()  # the program's steps, for printing; () when shipped
+    # The interpreter of the op table the codes are of; None: the table's as it is now.
+    interpreter: Interpreter | None = None
+
+    def __post_init__(self) -> None:
+        if self.interpreter is None:
+            object.__setattr__(self, "interpreter", interpreter_for())
 
     @property
     def n_inputs(self) -> int:
@@ -63,9 +63,6 @@ class Tape:
         return replace(self, steps=())
 
 
-_ARITY = {name: 2 if spec.arity < 0 else spec.arity for name, spec in OPS.items()}
-
-
 def tape_text(tape: Tape) -> str:
     """The tape as readable steps, one line per instruction: ``r12 = sin(r3)    # t4``."""
     lines = [f"# tape {tape.name}: {tape.n_inputs} inputs, {len(tape.constants)} constants, "
@@ -75,9 +72,9 @@ def tape_text(tape: Tape) -> str:
               for i, name in enumerate(tape.input_names)]
     lines += [f"r{tape.n_inputs + j} = {value!r}"
               for j, value in enumerate(tape.constants.tolist())]
-    forms = [f"r{{}} = {name}(r{{}})" if _ARITY.get(name, 2) == 1 else
-             f"r{{}} = {name}(r{{}}, r{{}})" if _ARITY.get(name, 2) == 2 else
-             f"r{{}} = {name}(r{{}}, r{{}}, r{{}})" for name in INSTRUCTION_NAMES]
+    interpreter = tape.interpreter
+    forms = [f"r{{}} = {name}(" + ", ".join(["r{}"] * arity) + ")"
+             for name, arity in zip(interpreter.names, interpreter.arities)]
     notes: dict[int, str] = {}  # a chain's instructions share their step's note
     for op, (a, b, c), target, step in zip(tape.opcodes.tolist(), tape.operands.tolist(),
                                            tape.targets.tolist(), tape.step_of.tolist()):
@@ -99,7 +96,8 @@ def tape_text(tape: Tape) -> str:
 def _row_kernel(tape: Tape):
     arrays, n, k = tape.arrays, tape.n_inputs, len(tape.outputs)
     size = tape.n_registers + 2 * MAX_BLOCK  # the tail: the vector blocks' buffers
-    run = Entry(run_row, (*arrays, *_STAND_INS[:3]))  # loaded from the cache when first used
+    # Loaded from the cache when first used.
+    run = Entry(tape.interpreter.run_row, (*arrays, *_STAND_INS[:3]))
 
     def row(x, out) -> None:
         # One compiled signature for every call: C-contiguous float64 arrays (a tuple of floats
@@ -124,8 +122,9 @@ def _batch_kernel(tape: Tape):
     width = lane_width(tape.n_registers)
     # Loaded from the cache when first used (~10 ms each): a batch-only module never loads
     # the row's.
-    run = (Entry(run_batch, (*arrays, *_STAND_INS[3:6])) if width > 1 else
-           Entry(run_points, (*arrays, *_STAND_INS[3:5], _STAND_INS[0])))
+    interpreter = tape.interpreter
+    run = (Entry(interpreter.run_batch, (*arrays, *_STAND_INS[3:6])) if width > 1 else
+           Entry(interpreter.run_points, (*arrays, *_STAND_INS[3:5], _STAND_INS[0])))
 
     def batch(X, OUT) -> None:
         X = _plain_float64(X)

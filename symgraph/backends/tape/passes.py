@@ -2,7 +2,9 @@
 machine and cached), so a 10^6-instruction tape builds in seconds: `cluster_order` (equal ops
 back to back), `linear_scan` (registers for the live values) and `split_blocks` (the
 interpreter's blocks). Rows of `code` are (op, target, a, b, c[, step]) over value ids; a
-`sincos` row's c is its second target, not an operand.
+`sincos` row's c is its second target, not an operand. They serve the interpreters of every op
+table: `sincos` has a fixed code (`symgraph.backends.tape.opcodes`), and what depends on the
+table is passed in (the number of codes, which codes are vector ops).
 """
 
 from __future__ import annotations
@@ -11,8 +13,8 @@ import numpy as np
 from numba import njit
 
 from ..numba.cache import drop_if_changed
-from . import interpreter as tape_interpreter
-from .interpreter import SINCOS
+from . import opcodes
+from .opcodes import SINCOS
 
 
 @njit(cache=True, nogil=True)
@@ -214,5 +216,6 @@ def split_blocks(opcodes, operands, targets, n_registers, vector, max_block):
     return starts[:count + 1].copy()
 
 
-# Numba's cache checks only this file; the machine code also holds the interpreter's opcodes.
-drop_if_changed((cluster_order, linear_scan, split_blocks), (tape_interpreter.__file__,))
+# Numba's cache checks only this file; the machine code also holds `SINCOS`, a fixed code of
+# every interpreter (other opcodes come as arguments: the vector mask, the number of codes).
+drop_if_changed((cluster_order, linear_scan, split_blocks), (opcodes.__file__,))

@@ -1,0 +1,228 @@
+"""Generate the tape interpreter of an op table as Python source (a real module for Numba).
+
+`interpreter_source(instructions, vecmath_names)` is the module: the instruction codes as
+constants, `apply` (every op with its ``nb`` template on operands a, b, c) and `_unary` (the
+vector ops with their ``lanes`` template, a block at a time), then the interpreter proper
+(`template.INTERPRETER`), the same for every table. The text depends only on the instruction
+set (`symgraph.backends.tape.opcodes`) and this file: it is byte-identical run to run.
+
+The interpreter of the op table as shipped is kept in the package as `standard.py`, linted and
+tested like any module. After adding an op to `symgraph.ir.ops` or changing a template, rewrite
+it with ``python -m symgraph.backends.tape.generate`` (a test fails until then; meanwhile tapes
+run on a copy generated into the cache folder, compiled on first use).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+
+from .opcodes import TAPE_ONLY, InstructionSet, calls, instruction_set
+from .template import INTERPRETER
+
+_HEADER = '''\
+"""The tape interpreter of one op table, generated from it by
+`symgraph.backends.tape.generate`: do not edit. Codes are `INSTRUCTION_NAMES`' positions
+(`symgraph.backends.tape.opcodes`); `apply` computes every op with its op-table template
+(``nb``), `_unary` the vector ops with theirs (``lanes``, `symgraph.backends.numba.vecmath`),
+and the rest is the interpreter, the same for every table (`symgraph.backends.tape.interpreter`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+'''
+
+_TAPE_ONLY_NOTE = """\
+# Codes: the tape-only instructions, then the op table in table order. Tape-only: `a - b`, for a
+# sum term printed as subtraction (bit-identical to a + -b); `-(a * b)`, the last link of a
+# product with an odd number of negated factors (rounding is symmetric, so (-a) * b is -(a * b)
+# bit for bit): negations cost no instruction; `r_t, r_c = sincos(r_a)`, a value's sin and cos
+# from one argument reduction, for the pairs reverse mode makes (sin(u) and its derivative
+# cos(u)), its second target in its third operand slot.
+"""
+
+_APPLY = '''\
+@njit(error_model="numpy")
+def apply(op, a, b, c):  # noqa: C901 - one flat dispatch is the point
+    """The value of instruction `op` on operands a, b, c (c is read by three-operand ops
+    only), each op by its op-table template. Not inlined: one compiled copy serves both
+    interpreters' rare ops (inlining it twice cost 2.3 s more of the one-time compile for no
+    measurable speed). LLVM turns the chain into a jump table."""
+    if op == SUB:
+        r = a - b
+    elif op == NMUL:
+        r = -(a * b)
+'''
+
+_VECTOR = """\
+# Ops run as one loop over a whole block of instructions (`_unary`) with vecmath's
+# vectorisable functions: a point's independent calls share SIMD lanes, and across a batch's
+# lanes the loop is the one the vector code needs.
+{vector}\
+MAX_BLOCK = 256  # instructions a vector block gathers at most (its buffer's length)
+SIMD = 8  # doubles per vector register (AVX-512); a multiple of narrower widths
+_IS_VECTOR = np.zeros(len(INSTRUCTION_NAMES), np.bool_)  # a constant array in compiled code
+_IS_VECTOR[list(VECTOR_OPCODES)] = True
+
+
+@njit(error_model="numpy", inline="always")
+def is_vector(op):
+    return _IS_VECTOR[op]  # (`op in VECTOR_OPCODES` would link Numba's list code)
+"""
+
+_UNARY = '''\
+@njit(error_model="numpy", inline="always")
+def _unary(op, src, dst, n):  # noqa: C901 - one flat dispatch is the point
+    """dst[:n] = op(src[:n]) for a vector op: one loop per op, nothing decoded inside it.
+    vsin/vcos reduce exactly only up to SIN_COS_LIMIT: larger (and non-finite) arguments,
+    which practice never meets, go to libm (the op's scalar template), in a scalar loop for
+    the block."""
+'''
+
+_LIMITED = """\
+        far = 0
+        for j in range(n):
+            far |= _where(abs(src[j]) <= {limit}, 0, 1)
+        if far:  # value by value, so a value's result never depends on its neighbours
+            for j in range(n):
+                x = src[j]
+                if abs(x) <= {limit}:
+                    dst[j] = {near}
+                else:
+                    dst[j] = {far}
+        else:
+            for j in range(n):
+                dst[j] = {loop}
+"""
+
+# vecmath names the interpreter proper uses (its sincos instruction).
+_SINCOS_NAMES = ("SIN_COS_LIMIT", "_where", "vcos", "vsin", "vsincos")
+
+
+def interpreter_source(instructions: InstructionSet, vecmath_names: Iterable[str]) -> str:
+    """The interpreter module of `instructions` (`vecmath_names`: what vecmath defines)."""
+    vector = [name.upper() for name in (*instructions.vector, "sincos")]
+    return "\n\n".join([
+        _HEADER + _imports(instructions, vecmath_names) + "\n" + _constants(instructions),
+        _apply(instructions),
+        _VECTOR.format(vector=_fill(vector, "VECTOR_OPCODES = (", " " * 18, ")")),
+        _unary(instructions),
+        INTERPRETER,
+    ])
+
+
+def _imports(instructions: InstructionSet, vecmath_names: Iterable[str]) -> str:
+    available = set(vecmath_names)
+    used = set(_SINCOS_NAMES)
+    for form in instructions.vector.values():
+        used |= calls(form.loop, available)
+        if form.limit:
+            used.add(form.limit)
+    # ruff's isort order: constants, classes, then functions.
+    order = sorted(used, key=lambda n: (0 if n.isupper() else 1 if n[:1].isupper() else 2, n))
+    return ("from symgraph.backends.numba.vecmath import (\n"
+            + "".join(f"    {name},\n" for name in order) + ")\n")
+
+
+def _constants(instructions: InstructionSet) -> str:
+    names = instructions.names
+    return (_TAPE_ONLY_NOTE
+            + "INSTRUCTION_NAMES = (\n" + _fill((f'"{n}"' for n in names), "    ", "    ", ",")
+            + ")\nARITIES = (\n" + _fill(map(str, instructions.arities), "    ", "    ", ",")
+            + f')\nTABLE = "{instructions.digest()}"  # the digest of this instruction set\n'
+            + _fill((n.upper() for n in names), "(", " ", f") = range({len(names)})"))
+
+
+def _apply(instructions: InstructionSet) -> str:
+    lines = []
+    for code, name in enumerate(instructions.names[len(TAPE_ONLY):], len(TAPE_ONLY)):
+        lines += [f"    elif op == {name.upper()}:", f"        r = {instructions.scalar[code]}"]
+    lines += ["    else:",
+              "        r = math.nan  # unreachable: the builder emits only the opcodes above",
+              "    return r"]
+    return _APPLY + _lines(lines)
+
+
+def _unary(instructions: InstructionSet) -> str:
+    lines = []
+    for k, (name, form) in enumerate(instructions.vector.items()):
+        lines.append(f"    {'elif' if k else 'if'} op == {name.upper()}:")
+        if form.limit is None:
+            lines += ["        for j in range(n):", f"            dst[j] = {form.loop}"]
+        else:
+            lines += _LIMITED.format(limit=form.limit, near=form.near, far=form.far,
+                                     loop=form.loop).splitlines()
+    if not instructions.vector:
+        lines.append("    pass  # no vector op but sincos")
+    return _UNARY + _lines(lines)
+
+
+def _lines(lines: list[str]) -> str:
+    # A long template keeps its line: the shipped module is linted, so say so there.
+    return "".join(line + ("  # noqa: E501" if len(line) > 100 else "") + "\n" for line in lines)
+
+
+def _fill(items: Iterable[str], start: str, indent: str, end: str, width: int = 100) -> str:
+    """`start` + `items` joined by commas, filling lines of `width` columns (continued after
+    `indent`) + `end`."""
+    items = list(items)
+    lines, line, first = [], start, True
+    for k, item in enumerate(items):
+        piece = item + (end if k == len(items) - 1 else ",")
+        joined = line + ("" if first else " ") + piece
+        if not first and len(joined) > width:
+            lines.append(line)
+            joined = indent + piece
+        line, first = joined, False
+    lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
+STANDARD_PATH = Path(__file__).resolve().with_name("standard.py")
+
+
+def standard_source() -> str:
+    """The interpreter source of `OPS` as it is (the op table as shipped, in a process that
+    registered no op of its own)."""
+    from ...ir.ops import OPS
+    from ..numba import vecmath
+
+    names = frozenset(name for name in vars(vecmath) if not name.startswith("__"))
+    return interpreter_source(instruction_set(OPS, names), names)
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """No reader ever sees part of the file (as symgraph.runtime.loading writes; backends come
+    before runtime)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".py")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(text.encode())
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def main() -> int:
+    """Rewrite `standard.py` from the op table; prints whether it changed."""
+    source = standard_source()
+    if STANDARD_PATH.is_file() and STANDARD_PATH.read_text(encoding="utf-8") == source:
+        print(f"{STANDARD_PATH} is up to date")
+    else:
+        write_atomically(STANDARD_PATH, source)
+        print(f"rewrote {STANDARD_PATH}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

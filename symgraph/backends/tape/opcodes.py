@@ -1,0 +1,147 @@
+"""The tape's instruction set, derived from the op table: names, codes, arities, vector ops.
+
+Codes are stable: the tape-only instructions come first with fixed codes (`SUB`, `NMUL`,
+`SINCOS`), then the op table's entries in table order, so registering an op appends a code and
+never renumbers the others. (An op moved inside `symgraph.ir.ops` does renumber, which is
+harmless: the interpreter is generated from the table, and cached tapes are keyed by symgraph's
+code.)
+
+The vector ops, computed by the interpreter a block at a time with
+`symgraph.backends.numba.vecmath` instead of libm, are the one-operand ops whose ``lanes``
+template is a vecmath expression (plus `sincos`). vsin and vcos reduce exactly only up to
+``SIN_COS_LIMIT``; an op using them on its operand itself (``vsin({0})``) gets a libm fix-up
+loop for larger arguments, one using them on anything else stays a scalar op.
+
+An op the interpreter cannot take (a name that is no identifier, or whose constant would shadow
+one of the interpreter's names; more than three operands; a template that does not render) is
+left out with the reason, and the tape builder refuses it with that reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+# `r_t = r_a - r_b` (a sum term printed as subtraction), `r_t = -(r_a * r_b)` (a product with
+# an odd number of negated factors) and `r_t, r_c = sincos(r_a)` (sin and cos of one value,
+# its second target in the third operand slot).
+TAPE_ONLY = ("sub", "nmul", "sincos")
+TAPE_ONLY_ARITIES = (2, 2, 1)
+SUB, NMUL, SINCOS = range(len(TAPE_ONLY))
+# The ops the tape builder emits itself (chains, small powers, negations): every table has them.
+STRUCTURAL = ("add", "mul", "neg", "div")
+
+# vecmath functions exact only for |x| <= their limit (a vecmath constant).
+RANGE_LIMITED = {"vsin": "SIN_COS_LIMIT", "vcos": "SIN_COS_LIMIT"}
+# Names of the generated interpreter module that no op constant may take.
+RESERVED = frozenset({"ARITIES", "INSTRUCTION_NAMES", "MAX_BLOCK", "SIMD", "SIN_COS_LIMIT",
+                      "TABLE", "VECTOR_OPCODES"})
+_OPERANDS = ("a", "b", "c")
+
+
+class VectorForm:
+    """How `_unary` computes a vector op: `loop`, its lane template on ``src[j]``; for one
+    using a range-limited function, that function's `limit` (a vecmath constant), and on ``x``
+    the lane template (`near`) and the op's libm template beyond the limit (`far`)."""
+
+    __slots__ = ("far", "limit", "loop", "near")
+
+    def __init__(self, loop: str, limit: str | None = None, near: str | None = None,
+                 far: str | None = None) -> None:
+        self.loop, self.limit, self.near, self.far = loop, limit, near, far
+
+
+class InstructionSet:
+    """The instructions of one op table: code ``k`` is ``names[k]``. (Plain classes, not
+    dataclasses: this module is imported on the tape's warm path.)"""
+
+    __slots__ = ("arities", "names", "refused", "scalar", "vector")
+
+    def __init__(self, names: tuple[str, ...], arities: tuple[int, ...],
+                 scalar: tuple[str, ...], vector: Mapping[str, VectorForm],
+                 refused: Mapping[str, str]) -> None:
+        self.names = names
+        self.arities = arities  # operands read (a variadic op is chained: 2)
+        self.scalar = scalar  # per code: its `nb` template on a, b, c ("" for tape-only)
+        self.vector = vector  # the vector ops, in code order (sincos not included)
+        self.refused = refused  # ops of the table left out, and why
+
+    @property
+    def codes(self) -> dict[str, int]:
+        return {name: code for code, name in enumerate(self.names)}
+
+    def digest(self) -> str:
+        """A digest of everything the interpreter's op-specific code is made of: the generated
+        module records it (`TABLE`), so the shipped one is known without rendering a source."""
+        import hashlib
+
+        forms = [(name, f.loop, f.limit, f.near, f.far) for name, f in self.vector.items()]
+        text = repr((self.names, self.arities, self.scalar, forms))
+        return hashlib.sha256(text.encode()).hexdigest()[:24]
+
+
+def calls(code: str, names: Iterable[str]) -> set[str]:
+    """Which of `names` `code` calls (``name(`` not preceded by a name character). No regex:
+    this runs on the tape's warm path, and compiling one costs more than the scan."""
+    found = set()
+    for name in names:
+        at = code.find(name + "(")
+        while at >= 0:
+            if at == 0 or not (code[at - 1].isalnum() or code[at - 1] in "_."):
+                found.add(name)
+                break
+            at = code.find(name + "(", at + 1)
+    return found
+
+
+def _constant(name: str) -> str:
+    return name.upper()
+
+
+def _vector_form(spec: Any, vecmath_names: frozenset[str]) -> VectorForm | None:
+    """The op's vector form, or None when it runs as a scalar op (see the module docstring)."""
+    if spec.lanes is None or spec.arity != 1:
+        return None
+    near = spec.render("lanes", ["x"])
+    called = calls(near, vecmath_names)
+    if not called:
+        return None  # no vecmath function: nothing to gain over the scalar loop
+    loop = spec.render("lanes", ["src[j]"])
+    limited = sorted(called & set(RANGE_LIMITED))
+    if not limited:
+        return VectorForm(loop)
+    if len(limited) > 1 or near != f"{limited[0]}(x)":
+        return None  # a limited function of a computed value: no cheap range check
+    return VectorForm(loop, RANGE_LIMITED[limited[0]], near, spec.render("nb", ["x"]))
+
+
+def instruction_set(ops: Mapping[str, Any], vecmath_names: frozenset[str]) -> InstructionSet:
+    """The instruction set of the op table `ops`; `vecmath_names` are the functions lane
+    templates may call (those of `symgraph.backends.numba.vecmath`)."""
+    names, arities, scalar = list(TAPE_ONLY), list(TAPE_ONLY_ARITIES), [""] * len(TAPE_ONLY)
+    vector: dict[str, VectorForm] = {}
+    refused: dict[str, str] = {}
+    taken = {_constant(name) for name in TAPE_ONLY}
+    for name, spec in ops.items():
+        arity = 2 if spec.arity < 0 else spec.arity
+        if not name.isidentifier() or _constant(name) in RESERVED | taken:
+            refused[name] = "its name cannot be an interpreter constant"
+        elif not 1 <= arity <= 3:
+            refused[name] = f"the tape takes ops of 1 to 3 operands, not {arity}"
+        else:
+            try:
+                template = spec.render("nb", list(_OPERANDS[:arity]))
+                form = _vector_form(spec, vecmath_names)
+            except Exception as error:  # noqa: BLE001 - a user template may fail any way
+                refused[name] = f"its template does not render: {error!r}"
+                continue
+            names.append(name)
+            arities.append(arity)
+            scalar.append(template)
+            taken.add(_constant(name))
+            if form is not None:
+                vector[name] = form
+    missing = [name for name in STRUCTURAL if name not in names]
+    if missing:
+        raise ValueError(f"an op table for the tape needs the ops {missing}")
+    return InstructionSet(tuple(names), tuple(arities), tuple(scalar), vector, refused)

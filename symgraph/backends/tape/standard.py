@@ -1,0 +1,452 @@
+"""The tape interpreter of one op table, generated from it by
+`symgraph.backends.tape.generate`: do not edit. Codes are `INSTRUCTION_NAMES`' positions
+(`symgraph.backends.tape.opcodes`); `apply` computes every op with its op-table template
+(``nb``), `_unary` the vector ops with theirs (``lanes``, `symgraph.backends.numba.vecmath`),
+and the rest is the interpreter, the same for every table (`symgraph.backends.tape.interpreter`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from symgraph.backends.numba.vecmath import (
+    SIN_COS_LIMIT,
+    _where,
+    vcos,
+    verf,
+    vexp,
+    vexpm1,
+    vlog,
+    vlog1p,
+    vsin,
+    vsincos,
+    vtanh,
+)
+
+# Codes: the tape-only instructions, then the op table in table order. Tape-only: `a - b`, for a
+# sum term printed as subtraction (bit-identical to a + -b); `-(a * b)`, the last link of a
+# product with an odd number of negated factors (rounding is symmetric, so (-a) * b is -(a * b)
+# bit for bit): negations cost no instruction; `r_t, r_c = sincos(r_a)`, a value's sin and cos
+# from one argument reduction, for the pairs reverse mode makes (sin(u) and its derivative
+# cos(u)), its second target in its third operand slot.
+INSTRUCTION_NAMES = (
+    "sub", "nmul", "sincos", "add", "mul", "neg", "div", "pow", "lt", "le", "gt", "ge", "eq", "ne",
+    "where", "sqrt", "cbrt", "exp", "expm1", "log", "log1p", "log2", "log10", "sin", "cos", "tan",
+    "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "erf", "erfc", "abs",
+    "sign", "floor", "ceil", "relu", "sigmoid", "softplus", "min", "max", "atan2", "hypot",
+)
+ARITIES = (
+    2, 2, 1, 2, 2, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2,
+)
+TABLE = "3a84c58545e9c6a6793b96a4"  # the digest of this instruction set
+(SUB, NMUL, SINCOS, ADD, MUL, NEG, DIV, POW, LT, LE, GT, GE, EQ, NE, WHERE, SQRT, CBRT, EXP, EXPM1,
+ LOG, LOG1P, LOG2, LOG10, SIN, COS, TAN, ASIN, ACOS, ATAN, SINH, COSH, TANH, ASINH, ACOSH, ATANH,
+ ERF, ERFC, ABS, SIGN, FLOOR, CEIL, RELU, SIGMOID, SOFTPLUS, MIN, MAX, ATAN2, HYPOT) = range(48)
+
+
+@njit(error_model="numpy")
+def apply(op, a, b, c):  # noqa: C901 - one flat dispatch is the point
+    """The value of instruction `op` on operands a, b, c (c is read by three-operand ops
+    only), each op by its op-table template. Not inlined: one compiled copy serves both
+    interpreters' rare ops (inlining it twice cost 2.3 s more of the one-time compile for no
+    measurable speed). LLVM turns the chain into a jump table."""
+    if op == SUB:
+        r = a - b
+    elif op == NMUL:
+        r = -(a * b)
+    elif op == ADD:
+        r = a + b
+    elif op == MUL:
+        r = a * b
+    elif op == NEG:
+        r = -a
+    elif op == DIV:
+        r = a / b
+    elif op == POW:
+        r = a ** b
+    elif op == LT:
+        r = (1.0 if a < b else 0.0)
+    elif op == LE:
+        r = (1.0 if a <= b else 0.0)
+    elif op == GT:
+        r = (1.0 if a > b else 0.0)
+    elif op == GE:
+        r = (1.0 if a >= b else 0.0)
+    elif op == EQ:
+        r = (1.0 if a == b else 0.0)
+    elif op == NE:
+        r = (1.0 if a != b else 0.0)
+    elif op == WHERE:
+        r = (b if a != 0.0 else c)
+    elif op == SQRT:
+        r = math.sqrt(a)
+    elif op == CBRT:
+        r = np.cbrt(a)
+    elif op == EXP:
+        r = math.exp(a)
+    elif op == EXPM1:
+        r = math.expm1(a)
+    elif op == LOG:
+        r = math.log(a)
+    elif op == LOG1P:
+        r = math.log1p(a)
+    elif op == LOG2:
+        r = math.log2(a)
+    elif op == LOG10:
+        r = math.log10(a)
+    elif op == SIN:
+        r = math.sin(a)
+    elif op == COS:
+        r = math.cos(a)
+    elif op == TAN:
+        r = math.tan(a)
+    elif op == ASIN:
+        r = math.asin(a)
+    elif op == ACOS:
+        r = math.acos(a)
+    elif op == ATAN:
+        r = math.atan(a)
+    elif op == SINH:
+        r = math.sinh(a)
+    elif op == COSH:
+        r = math.cosh(a)
+    elif op == TANH:
+        r = math.tanh(a)
+    elif op == ASINH:
+        r = math.asinh(a)
+    elif op == ACOSH:
+        r = math.acosh(a)
+    elif op == ATANH:
+        r = math.atanh(a)
+    elif op == ERF:
+        r = math.erf(a)
+    elif op == ERFC:
+        r = math.erfc(a)
+    elif op == ABS:
+        r = abs(a)
+    elif op == SIGN:
+        r = (1.0 if a > 0.0 else (-1.0 if a < 0.0 else a))
+    elif op == FLOOR:
+        r = np.floor(a)
+    elif op == CEIL:
+        r = np.ceil(a)
+    elif op == RELU:
+        r = (a if a > 0.0 or a != a else 0.0)
+    elif op == SIGMOID:
+        r = 1.0 / (1.0 + math.exp(-a))
+    elif op == SOFTPLUS:
+        r = ((a if a > 0.0 else 0.0) + math.log1p(math.exp(-abs(a))))
+    elif op == MIN:
+        r = (a if a <= b or a != a else b)
+    elif op == MAX:
+        r = (a if a >= b or a != a else b)
+    elif op == ATAN2:
+        r = math.atan2(a, b)
+    elif op == HYPOT:
+        r = math.hypot(a, b)
+    else:
+        r = math.nan  # unreachable: the builder emits only the opcodes above
+    return r
+
+
+# Ops run as one loop over a whole block of instructions (`_unary`) with vecmath's
+# vectorisable functions: a point's independent calls share SIMD lanes, and across a batch's
+# lanes the loop is the one the vector code needs.
+VECTOR_OPCODES = (EXP, EXPM1, LOG, LOG1P, SIN, COS, TANH, ERF, SIGMOID, SINCOS)
+MAX_BLOCK = 256  # instructions a vector block gathers at most (its buffer's length)
+SIMD = 8  # doubles per vector register (AVX-512); a multiple of narrower widths
+_IS_VECTOR = np.zeros(len(INSTRUCTION_NAMES), np.bool_)  # a constant array in compiled code
+_IS_VECTOR[list(VECTOR_OPCODES)] = True
+
+
+@njit(error_model="numpy", inline="always")
+def is_vector(op):
+    return _IS_VECTOR[op]  # (`op in VECTOR_OPCODES` would link Numba's list code)
+
+
+@njit(error_model="numpy", inline="always")
+def _unary(op, src, dst, n):  # noqa: C901 - one flat dispatch is the point
+    """dst[:n] = op(src[:n]) for a vector op: one loop per op, nothing decoded inside it.
+    vsin/vcos reduce exactly only up to SIN_COS_LIMIT: larger (and non-finite) arguments,
+    which practice never meets, go to libm (the op's scalar template), in a scalar loop for
+    the block."""
+    if op == EXP:
+        for j in range(n):
+            dst[j] = vexp(src[j])
+    elif op == EXPM1:
+        for j in range(n):
+            dst[j] = vexpm1(src[j])
+    elif op == LOG:
+        for j in range(n):
+            dst[j] = vlog(src[j])
+    elif op == LOG1P:
+        for j in range(n):
+            dst[j] = vlog1p(src[j])
+    elif op == SIN:
+        far = 0
+        for j in range(n):
+            far |= _where(abs(src[j]) <= SIN_COS_LIMIT, 0, 1)
+        if far:  # value by value, so a value's result never depends on its neighbours
+            for j in range(n):
+                x = src[j]
+                if abs(x) <= SIN_COS_LIMIT:
+                    dst[j] = vsin(x)
+                else:
+                    dst[j] = math.sin(x)
+        else:
+            for j in range(n):
+                dst[j] = vsin(src[j])
+    elif op == COS:
+        far = 0
+        for j in range(n):
+            far |= _where(abs(src[j]) <= SIN_COS_LIMIT, 0, 1)
+        if far:  # value by value, so a value's result never depends on its neighbours
+            for j in range(n):
+                x = src[j]
+                if abs(x) <= SIN_COS_LIMIT:
+                    dst[j] = vcos(x)
+                else:
+                    dst[j] = math.cos(x)
+        else:
+            for j in range(n):
+                dst[j] = vcos(src[j])
+    elif op == TANH:
+        for j in range(n):
+            dst[j] = vtanh(src[j])
+    elif op == ERF:
+        for j in range(n):
+            dst[j] = verf(src[j])
+    elif op == SIGMOID:
+        for j in range(n):
+            dst[j] = 1.0 / (1.0 + vexp(-src[j]))
+
+
+@njit(error_model="numpy", inline="always")
+def _sincos(x, sin_out, cos_out, n):
+    """sin_out[:n], cos_out[:n] = sin(x[:n]), cos(x[:n]) (x may be sin_out): vecmath's shared
+    reduction, with libm value by value beyond SIN_COS_LIMIT (never met in practice)."""
+    far = 0
+    for j in range(n):
+        far |= _where(abs(x[j]) <= SIN_COS_LIMIT, 0, 1)
+    if far:
+        for j in range(n):
+            v = x[j]
+            near = abs(v) <= SIN_COS_LIMIT
+            cos_out[j] = vcos(v) if near else math.cos(v)
+            sin_out[j] = vsin(v) if near else math.sin(v)
+    else:
+        for j in range(n):
+            v = x[j]
+            sin_value, cos_value = vsincos(v)
+            cos_out[j] = cos_value
+            sin_out[j] = sin_value
+
+
+@njit(cache=True, error_model="numpy", nogil=True)
+def run(opcodes, operands, targets, blocks, regs, gathered):
+    """Execute the instructions on the register file `regs` (modified in place), a block at a
+    time: a block is a run of one op, so the op is decoded once per block, not per instruction.
+    A vector block's operands are gathered into `gathered` (>= MAX_BLOCK floats), computed in
+    one loop and scattered back: its instructions never read each other's results."""
+    for k in range(blocks.shape[0] - 1):
+        # Unsigned indices: no wraparound check for negative indices on every access.
+        s, e = blocks[k], blocks[k + 1]
+        op = opcodes[s]
+        if op == ADD:
+            for i in range(s, e):
+                regs[np.uint32(targets[i])] = (regs[np.uint32(operands[i, 0])]
+                                               + regs[np.uint32(operands[i, 1])])
+        elif op == MUL:
+            for i in range(s, e):
+                regs[np.uint32(targets[i])] = (regs[np.uint32(operands[i, 0])]
+                                               * regs[np.uint32(operands[i, 1])])
+        elif op == SUB:
+            for i in range(s, e):
+                regs[np.uint32(targets[i])] = (regs[np.uint32(operands[i, 0])]
+                                               - regs[np.uint32(operands[i, 1])])
+        elif op == NMUL:
+            for i in range(s, e):
+                regs[np.uint32(targets[i])] = -(regs[np.uint32(operands[i, 0])]
+                                                * regs[np.uint32(operands[i, 1])])
+        elif op == NEG:
+            for i in range(s, e):
+                regs[np.uint32(targets[i])] = -regs[np.uint32(operands[i, 0])]
+        elif op == DIV:
+            for i in range(s, e):
+                regs[np.uint32(targets[i])] = (regs[np.uint32(operands[i, 0])]
+                                               / regs[np.uint32(operands[i, 1])])
+        elif op == SINCOS:
+            n = e - s
+            second = gathered[MAX_BLOCK:]
+            for j in range(n):
+                gathered[j] = regs[np.uint32(operands[s + j, 0])]
+            padded = (n + SIMD - 1) // SIMD * SIMD
+            gathered[n:padded] = 0.0
+            _sincos(gathered, gathered, second, padded)
+            for j in range(n):
+                regs[np.uint32(targets[s + j])] = gathered[j]
+                regs[np.uint32(operands[s + j, 2])] = second[j]
+        elif is_vector(op):
+            n = e - s
+            for j in range(n):
+                gathered[j] = regs[np.uint32(operands[s + j, 0])]
+            # Whole SIMD vectors only: a loop's scalar remainder runs the vector code one
+            # value at a time, no faster than libm.
+            padded = (n + SIMD - 1) // SIMD * SIMD
+            gathered[n:padded] = 0.0
+            _unary(op, gathered, gathered, padded)
+            for j in range(n):
+                regs[np.uint32(targets[s + j])] = gathered[j]
+        else:
+            for i in range(s, e):
+                regs[np.uint32(targets[i])] = apply(op, regs[np.uint32(operands[i, 0])],
+                                                    regs[np.uint32(operands[i, 1])],
+                                                    regs[np.uint32(operands[i, 2])])
+
+
+@njit(error_model="numpy", inline="always")
+def _load(regs, x, constants):
+    # Loops, not slice assignments: their shape check's error message needs Numba's string code.
+    n = x.shape[0]
+    for k in range(n):
+        regs[k] = x[k]
+    for k in range(constants.shape[0]):
+        regs[n + k] = constants[k]
+
+
+@njit(cache=True, error_model="numpy", nogil=True)
+def run_row(opcodes, operands, targets, blocks, constants, outputs, n_registers, x, out, regs):
+    """One point: inputs `x` (n_inputs,), results into `out` (len(outputs),); `regs` has
+    n_registers + 2 * MAX_BLOCK floats (the tail: the vector blocks' buffers).
+
+    The entry points allocate nothing and call no generic builtins (min, max): machine code that
+    does refers to Numba modules (for their error messages), which then load with it."""
+    _load(regs, x, constants)
+    run(opcodes, operands, targets, blocks, regs, regs[n_registers:])
+    for k in range(outputs.shape[0]):
+        out[k] = regs[outputs[k]]
+
+
+@njit(cache=True, error_model="numpy", nogil=True)
+def run_lanes(opcodes, operands, targets, blocks, regs, lanes):
+    """`run` on `lanes` points at once: `regs` is (registers, >= lanes), a row per register.
+
+    Each instruction is decoded once and is one loop over the lanes, which LLVM vectorises for
+    the arithmetic ops: dispatch is shared by the lanes, and the lanes are SIMD lanes.
+    """
+    for k in range(blocks.shape[0] - 1):
+        s, e = blocks[k], blocks[k + 1]
+        op = opcodes[s]
+        if op == ADD or op == MUL or op == SUB or op == DIV or op == NMUL:
+            for i in range(s, e):
+                ti, ai = np.uint32(targets[i]), np.uint32(operands[i, 0])
+                t, b = regs[ti], regs[np.uint32(operands[i, 1])]
+                # An in-place update gets its own loop: LLVM vectorises `t = a + b` only after
+                # a runtime check that t and a do not overlap, which t is a fails.
+                if ti == ai:
+                    _binary_in_place(op, t, b, lanes)
+                else:
+                    _binary(op, regs[ai], b, t, lanes)
+        elif op == NEG:
+            for i in range(s, e):
+                t, a = regs[np.uint32(targets[i])], regs[np.uint32(operands[i, 0])]
+                for j in range(lanes):
+                    t[j] = -a[j]
+        elif op == SINCOS:
+            scratch = regs[regs.shape[0] - 1]  # a row of its own: no overlap for LLVM to check
+            for i in range(s, e):
+                a = regs[np.uint32(operands[i, 0])]
+                for j in range(lanes):  # (a slice copy would link Numba's string code)
+                    scratch[j] = a[j]
+                _sincos(scratch, regs[np.uint32(targets[i])], regs[np.uint32(operands[i, 2])],
+                        lanes)
+        elif is_vector(op):
+            for i in range(s, e):
+                ti, ai = np.uint32(targets[i]), np.uint32(operands[i, 0])
+                t = regs[ti]
+                if ti == ai:  # one array for both: LLVM sees no overlap to check at run time
+                    _unary(op, t, t, lanes)
+                else:
+                    _unary(op, regs[ai], t, lanes)
+        else:
+            for i in range(s, e):
+                t, a = regs[np.uint32(targets[i])], regs[np.uint32(operands[i, 0])]
+                b, c = regs[np.uint32(operands[i, 1])], regs[np.uint32(operands[i, 2])]
+                for j in range(lanes):
+                    t[j] = apply(op, a[j], b[j], c[j])
+
+
+@njit(error_model="numpy", inline="always")
+def _binary(op, a, b, t, n):
+    if op == ADD:
+        for j in range(n):
+            t[j] = a[j] + b[j]
+    elif op == MUL:
+        for j in range(n):
+            t[j] = a[j] * b[j]
+    elif op == SUB:
+        for j in range(n):
+            t[j] = a[j] - b[j]
+    elif op == NMUL:
+        for j in range(n):
+            t[j] = -(a[j] * b[j])
+    else:
+        for j in range(n):
+            t[j] = a[j] / b[j]
+
+
+@njit(error_model="numpy", inline="always")
+def _binary_in_place(op, t, b, n):
+    if op == ADD:
+        for j in range(n):
+            t[j] = t[j] + b[j]
+    elif op == MUL:
+        for j in range(n):
+            t[j] = t[j] * b[j]
+    elif op == SUB:
+        for j in range(n):
+            t[j] = t[j] - b[j]
+    elif op == NMUL:
+        for j in range(n):
+            t[j] = -(t[j] * b[j])
+    else:
+        for j in range(n):
+            t[j] = t[j] / b[j]
+
+
+@njit(cache=True, error_model="numpy", nogil=True)
+def run_batch(opcodes, operands, targets, blocks, constants, outputs, n_registers, X, OUT,
+              regs):
+    """Rows of `X` (N, n_inputs) into rows of `OUT` (N, len(outputs)), as many points at a
+    time as `regs` (n_registers + 1, width) has columns: the caller's register file, so no
+    point allocates (its last row is scratch for sincos). Serial and without the GIL:
+    `symgraph.runtime.batching` runs parts of a batch on several threads."""
+    rows, n, width = X.shape[0], X.shape[1], regs.shape[1]
+    for k in range(constants.shape[0]):
+        for j in range(width):
+            regs[n + k, j] = constants[k]  # constants are never overwritten
+    for first in range(0, rows, width):
+        lanes = width if rows - first > width else rows - first
+        for j in range(lanes):
+            for k in range(n):
+                regs[k, j] = X[first + j, k]
+        run_lanes(opcodes, operands, targets, blocks, regs, lanes)
+        for j in range(lanes):
+            for k in range(outputs.shape[0]):
+                OUT[first + j, k] = regs[outputs[k], j]
+
+
+@njit(cache=True, error_model="numpy", nogil=True)
+def run_points(opcodes, operands, targets, blocks, constants, outputs, n_registers, X, OUT,
+               regs):
+    """`run_batch` one point at a time, on one register file (`regs` as for `run_row`): for
+    tapes too big for lanes."""
+    for i in range(X.shape[0]):
+        _load(regs, X[i], constants)
+        run(opcodes, operands, targets, blocks, regs, regs[n_registers:])
+        for k in range(outputs.shape[0]):
+            OUT[i, k] = regs[outputs[k]]
