@@ -6,9 +6,8 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph import api
 from symgraph.backends.tape import builder as tape
-from symgraph.runtime import expression_cache
+from symgraph.runtime import build, expression_cache
 
 x, y = sg.symbols("x y")
 EXPR = sg.exp(x * y) + x**3 / y + sg.sin(y)
@@ -24,7 +23,7 @@ def _no_rebuilding(monkeypatch):
     def fail(*_, **__):
         raise AssertionError("rebuilt what the cache holds")
 
-    monkeypatch.setattr(api, "build_programs", fail)
+    monkeypatch.setattr(build, "build_programs", fail)
     monkeypatch.setattr(tape, "build_tape", fail)
 
 

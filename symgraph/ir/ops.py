@@ -132,7 +132,8 @@ def _mul_partials(args, out):
     return tuple(result)
 
 
-def _int_exponent(code: str) -> int | None:
+def _int_exponent(code: str | float) -> int | None:
+    # `code`: a template's operand text, or a schedule operand's constant (lower.schedule)
     try:
         value = float(code)
     except ValueError:

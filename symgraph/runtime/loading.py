@@ -4,7 +4,7 @@ Files are written atomically (temporary file + rename) and never rewritten once 
 second process finds the same file, imports it, and Numba's own on-disk cache (which is keyed by
 the file's path and timestamp) gives back the machine code without compiling again.
 Real files also make tracebacks, `inspect.getsource` and debuggers work on generated code.
-Kernels Numba has cached are loaded as the module is imported (`symgraph.numba_cache`).
+A backend's `load` then makes the module's kernels ready (Numba: their cached machine code).
 """
 
 from __future__ import annotations
@@ -16,8 +16,6 @@ import sys
 import tempfile
 from pathlib import Path
 from types import ModuleType
-
-from ..backends.numba.cache import dispatchers_of, preload
 
 ENV_CACHE_DIR = "SYMGRAPH_CACHE_DIR"
 
@@ -72,6 +70,4 @@ def load_source(source: str, cache_dir: str | os.PathLike | None = None) -> tupl
         del sys.modules[name]
         raise
     module.__source__ = source
-    # The entry points' cached machine code, without Numba's per-process set-up.
-    preload(dispatchers_of(module, ("_row", "_chunks")))
     return module, path
