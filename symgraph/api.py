@@ -8,6 +8,10 @@
 Every derivative comes from one fused kernel (value and gradient in a single pass, sharing the
 forward subexpressions). A point is floats, a 1-D array, or keywords by symbol name; a batch is
 a 2-D array with one row per point.
+
+This module is the calling side (the fast paths between a caller and a kernel); building the
+kernels (cache lookup, programs for the products asked for, strategy, module or tapes) is
+`runtime.build`'s, and what a backend's kernels can do is its record's (`backends.registry`).
 """
 
 from __future__ import annotations

@@ -109,7 +109,7 @@ def _program(fn: Any, name: str):
     for p in fn.programs:
         if p.name == name:
             return p
-    hint = " (compile with hessian=True)" if name == "value_grad_hess" else ""
+    hint = " (compile with hessian=True)" if name == VALUE_GRAD_HESS.name else ""
     raise ValueError(f"the compiled function has no {name!r} kernel{hint}; it has "
                      f"{[p.name for p in fn.programs]}")
 
@@ -153,7 +153,7 @@ def map_dask(fn: Any, X: Any, kind: str = "value") -> Any:
         raise ValueError(f"unknown kind {kind!r}; choose one of {sorted(KINDS)} or a kernel "
                          f"name in {sorted(names)}")
     m = len(_program(fn, "value").outputs)
-    scalar = getattr(fn, "scalar", "value_jac" not in names)
+    scalar = getattr(fn, "scalar", VALUE_JAC.name not in names)
     if kind == "jacobian" and scalar:
         return map_dask(fn, X, "grad")[:, None, :]
     product = KINDS[kind]
