@@ -8,37 +8,29 @@
 Every derivative comes from one fused kernel (value and gradient in a single pass, sharing the
 forward subexpressions). A point is floats, a 1-D array, or keywords by symbol name; a batch is
 a 2-D array with one row per point.
+
+This module is the calling side (the fast paths between a caller and a kernel); building the
+kernels (cache lookup, programs for the products asked for, strategy, module or tapes) is
+`runtime.build`'s, and what a backend's kernels can do is its record's (`backends.registry`).
 """
 
 from __future__ import annotations
 
-import functools
 import os
-from collections.abc import Callable, Sequence
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from .backends.numba.cache import Entry, entry_point, resolve
-from .backends.registry import BACKENDS, render_source
+from .backends.numba.cache import entry_point, resolve
+from .backends.registry import backend_named
 from .frontends.coerce import as_expression, as_symbols
 from .frontends.traced import compile_function
 from .ir.node import Node
 from .ir.printer import to_latex
-from .ir.traversal import bulk
-from .lower.programs import build_programs
-from .lower.schedule import Program
+from .lower.products import VALUE, VALUE_GRAD, VALUE_GRAD_HESS, VALUE_JAC, Product, products_for
 from .runtime import outputs
-from .runtime.batching import rows_per_thread, run_batch, run_shared
-from .runtime.expression_cache import (
-    expression_key,
-    load_programs,
-    load_tape,
-    save_programs,
-    save_tape,
-)
-from .runtime.loading import default_cache_dir, load_source
+from .runtime.build import build
 
 _F64 = np.dtype(np.float64)
 _VALUE, _OUT, _VALUE_GRAD, _GRAD = range(4)  # what a bound call returns
@@ -79,15 +71,6 @@ class _Row:
 
 
 _ROW_TYPES = (np.empty(0), np.empty(0))  # stand-ins for (x, out): 1-D float64, C order
-_CHUNK_TYPES = (np.empty((0, 0)), np.empty((0, 0)), np.zeros(2, np.int64))  # X, OUT, claims
-
-
-def _read_kept_module(folder: Path, name: str | None) -> str | None:
-    """The text of a generated module a record names, if it is still there."""
-    try:
-        return (folder / name).read_text(encoding="utf-8") if name else None
-    except OSError:
-        return None
 
 
 class CompiledFunction:
@@ -100,8 +83,7 @@ class CompiledFunction:
     def __init__(self, expr: Any, args: Any = None, *, wrt: Any = None, backend: str = "numba",
                  hessian: bool = False, cache_dir: str | os.PathLike | None = None,
                  strategy: str = "auto") -> None:
-        if backend not in BACKENDS:
-            raise ValueError(f"unknown backend {backend!r}; choose one of {sorted(BACKENDS)}")
+        record = backend_named(backend)
         self.scalar = not isinstance(expr, (list, tuple))
         self.outputs = [as_expression(e) for e in ([expr] if self.scalar else expr)]
         self.args = as_symbols(args, self.outputs)
@@ -112,113 +94,36 @@ class CompiledFunction:
         self.backend = backend
         self.cache_dir = cache_dir
         self.has_hessian = hessian and self.scalar
-        self._folder = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-        self._key = expression_key(self.outputs, self.args, self.wrt, backend=backend,
-                                   hessian=self.has_hessian, scalar=self.scalar,
-                                   strategy=strategy)
-        kept = load_programs(self._folder, self._key)
-        record = kept[1] if kept is not None else {}
-        source = _read_kept_module(self._folder, record.get("module"))
-        if kept is not None and (source is not None or record.get("strategy") == "tape"):
-            self.programs, self.strategy = kept[0], record["strategy"]
-        else:  # differentiate, schedule (and below, render)
-            record = {}
-            # With nothing to differentiate by (wrt=[]) the derivative kernels would copy
-            # `value`.
-            self.programs = build_programs(self.outputs, self.args, self.wrt, self.scalar,
-                                           self.has_hessian, bool(self.wrt))
-            self.strategy = self._choose_strategy(strategy)
-        if self.strategy == "tape":  # huge programs: one cached interpreter, no compile
-            self.module, self.path = self._tape_module(self.programs), None
-        else:
-            self._source = source or render_source(self.programs, self.outputs, self.args,
-                                                   backend)
-            self.module, self.path = load_source(self._source, cache_dir)
+        # With nothing to differentiate by (wrt=[]) the derivative kernels would copy `value`.
+        self.products = products_for(self.scalar, self.has_hessian, bool(self.wrt))
+        self._built = built = build(self.outputs, self.args, self.wrt, backend=record,
+                                    products=self.products, cache_dir=cache_dir,
+                                    strategy=strategy)
+        self.programs, self.strategy = built.programs, built.strategy
+        self.module, self.path = built.module, built.path
         self._n, self._m, self._k = len(self.args), len(self.outputs), len(self.wrt)
-        self._rows = {p.name: _Row(getattr(self.module, p.name + "_row")) for p in self.programs}
-        self._batch_kernels = self._choose_batch_kernels(record.get("on_tape"))
-        if not record:
-            save_programs(self._folder, self._key, self.programs, strategy=self.strategy,
-                          module=self.path and self.path.name,
-                          on_tape=[p.name for p in self._on_tape])
-        self._batches = self._batch_kernels
-        if self.backend == "numba":  # kernels that release the GIL: threads share the rows
-            self._batches = {p.name: self._threaded_batch(p) for p in self.programs}
+        self._rows = {name: _Row(kernel) for name, kernel in built.rows.items()}
+        self._batches = built.threaded
         self._hessian_function: CompiledFunction | None = None
         # Per-instance fast paths (they shadow the methods of the same name): one closure
         # between the caller and the kernel, with everything it needs bound in advance.
-        self._value = self._bind("value", self._m, _VALUE if self.scalar else _OUT)
+        self._value = self._bind(VALUE.name, self._m, _VALUE if self.scalar else _OUT)
         if self.scalar:
-            self.value_and_grad = self._bind("value_grad", 1 + self._k, _VALUE_GRAD,
+            self.value_and_grad = self._bind(VALUE_GRAD.name, 1 + self._k, _VALUE_GRAD,
                                              "value_and_grad")
-            self.grad = self._bind("value_grad", 1 + self._k, _GRAD, "grad")
-
-    def _threaded_batch(self, p: Program) -> Callable[[np.ndarray, np.ndarray], None]:
-        """Program `p`'s batches on Numba's threads: the module's chunk-claiming kernel, or
-        (tapes) the batch kernel on parts of the rows."""
-        chunks = getattr(self.module, p.name + "_chunks", None)
-        if chunks is not None and p.name not in {q.name for q in self._on_tape}:
-            # Through its entry point: X is float64, C order and aligned on every path here
-            # (it may be read-only: the kernel never writes X).
-            chunks = Entry(chunks, _CHUNK_TYPES)
-            return functools.partial(run_shared, chunks, min_rows=rows_per_thread(p.cost))
-        return functools.partial(run_batch, self._batch_kernels[p.name],
-                                 min_rows=rows_per_thread(p.cost))
+            self.grad = self._bind(VALUE_GRAD.name, 1 + self._k, _GRAD, "grad")
 
     @property
     def source(self) -> str:
         """The generated module's text, or the tape printed as readable steps (on first use:
         a 10^5-step tape takes a while to print)."""
-        return self._source if self.strategy == "straight" else self.module.source
-
-    def _choose_batch_kernels(self, on_tape: list[str] | None = None
-                              ) -> dict[str, Callable[[np.ndarray, np.ndarray], None]]:
-        """The module's batch kernels, except that a straight-line program too big for lane
-        kernels, and heavy in exp/log/sin/cos/tanh..., runs its batches on the tape's lanes
-        (SIMD vector math, nothing more to compile) instead of a loop over its row kernel.
-        The tapes are built on the first batch: one-point users never pay for them."""
-        kernels = {p.name: getattr(self.module, p.name + "_batch") for p in self.programs}
-        self._on_tape: list[Program] = []
-        self._batch_tapes = None
-        if self.backend != "numba" or self.strategy != "straight":
-            return kernels
-        if on_tape is None:  # not decided before (and kept)
-            from .backends.numba.batch import uses_lanes
-            from .backends.tape.builder import lanes_beat_rows
-
-            on_tape = [p.name for p in self.programs
-                       if not uses_lanes(p) and lanes_beat_rows(p)]
-        self._on_tape = [p for p in self.programs if p.name in on_tape]
-        for p in self._on_tape:
-            def on_tape(X: np.ndarray, OUT: np.ndarray, _name: str = p.name + "_batch") -> None:
-                getattr(self.batch_tapes, _name)(X, OUT)
-
-            on_tape.__name__ = on_tape.__qualname__ = p.name + "_batch"
-            kernels[p.name] = on_tape
-        return kernels
+        return self._built.source
 
     @property
     def batch_tapes(self) -> Any:
         """The TapeModule running the batches of programs chosen for the tape's lanes (None if
-        there are none); dask_support ships it beside the source."""
-        if self._batch_tapes is None and self._on_tape:
-            self._batch_tapes = self._tape_module(self._on_tape)
-        return self._batch_tapes
-
-    def _tape_module(self, programs: Sequence[Program]) -> Any:
-        """The TapeModule of `programs`, their tapes read back from the cache folder, or built
-        (and kept there)."""
-        from .backends.tape.builder import build_tape
-        from .backends.tape.module import TapeModule
-
-        tapes = []
-        for program in programs:
-            tape = load_tape(self._folder, self._key, program)
-            if tape is None:
-                tape = bulk(build_tape)(program)
-                save_tape(self._folder, self._key, tape)
-            tapes.append(tape)
-        return TapeModule(tapes)
+        there are none); runtime.dask ships it beside the source."""
+        return self._built.batch_tapes
 
     def kernels(self, name: str = "value_grad") -> tuple[Callable, Callable]:
         """The raw kernels behind the methods, for program `name` (``value``, ``value_grad``,
@@ -228,16 +133,7 @@ class CompiledFunction:
         calling thread."""
         if name not in self._rows:
             raise KeyError(f"no program {name!r}; there are {sorted(self._rows)}")
-        return getattr(self.module, name + "_row"), self._batch_kernels[name]
-
-    def _choose_strategy(self, strategy: str) -> str:
-        if self.backend == "python":
-            if strategy == "tape":
-                raise ValueError("the tape runs on the Numba interpreter: use backend='numba'")
-            return "straight"
-        from .backends.tape.builder import choose_strategy
-
-        return choose_strategy(self.programs, strategy)
+        return self._built.rows[name], self._built.batches[name]
 
     # -- points -----------------------------------------------------------------------------
     def _point(self, values: tuple, named: dict) -> np.ndarray:
@@ -261,7 +157,7 @@ class CompiledFunction:
 
     def _run(self, kernel: str, size: int, values: tuple, named: dict) -> np.ndarray:
         if kernel not in self._rows:  # no derivative kernels (wrt=[]): derivatives are empty
-            kernel, size = "value", self._m
+            kernel, size = VALUE.name, self._m
         x = self._point(values, named)
         if x.ndim == 1:
             out = np.empty(size)
@@ -277,13 +173,13 @@ class CompiledFunction:
         paths for the spellings the kernels take as they are: floats, or one float64 array
         (1-D for a point, 2-D for a batch; C-contiguous, aligned, writeable)."""
         if kernel not in self._rows:
-            kernel, size = "value", self._m
+            kernel, size = VALUE.name, self._m
         row, run, n, shape = self._rows[kernel], self._run, self._n, (self._n,)
         batch, batch_empty = self._batches[kernel], outputs.empty
         array, empty, ndarray, f64 = np.array, np.empty, np.ndarray, _F64
         # Numba's straight-line rows read every input before they write any output, so floats
         # can go in at the front of the array the results come back in (one allocation).
-        shared = self.backend == "numba" and self.strategy == "straight" and (
+        shared = self._built.rows_in_place and (
             kind != _OUT or n <= size)  # a vector of outputs comes back as the whole array
         pad = (0.0,) * max(0, size - n)
         width = max(size, n) if shared else size
@@ -344,21 +240,19 @@ class CompiledFunction:
     def value_and_grad(self, *values, **named):
         """(value, gradient) of a scalar expression, from one fused kernel."""
         self._require_scalar("value_and_grad")
-        return self._bind("value_grad", 1 + self._k, _VALUE_GRAD)(*values, **named)
+        return self._bind(VALUE_GRAD.name, 1 + self._k, _VALUE_GRAD)(*values, **named)
 
     def grad(self, *values, **named) -> np.ndarray:
         """The gradient of a scalar expression (from the fused value+gradient kernel)."""
         self._require_scalar("value_and_grad")
-        return self._bind("value_grad", 1 + self._k, _GRAD)(*values, **named)
+        return self._bind(VALUE_GRAD.name, 1 + self._k, _GRAD)(*values, **named)
 
     def jacobian(self, *values, **named) -> np.ndarray:
         """Shape (outputs, inputs) at a point, (points, outputs, inputs) for a batch."""
         if self.scalar:
             g = self.grad(*values, **named)
             return g[..., None, :]
-        out = self._run("value_jac", self._m * (1 + self._k), values, named)
-        jac = out[..., self._m:] if self._k else np.empty(out.shape[:-1] + (0,))
-        return jac.reshape(out.shape[:-1] + (self._m, self._k))
+        return self._part(VALUE_JAC, values, named)
 
     def hessian(self, *values, **named) -> np.ndarray:
         """Shape (inputs, inputs) at a point, (points, inputs, inputs) for a batch."""
@@ -369,10 +263,14 @@ class CompiledFunction:
                     self.outputs[0], self.args, wrt=self.wrt, backend=self.backend,
                     hessian=True, cache_dir=self.cache_dir, strategy=self.strategy)
             return self._hessian_function.hessian(*values, **named)
-        n = self._k
-        out = self._run("value_grad_hess", 1 + n + n * n, values, named)
-        return out[..., 1 + n:].reshape(out.shape[:-1] + (n, n)) if n else np.empty(
-            out.shape[:-1] + (0, 0))
+        return self._part(VALUE_GRAD_HESS, values, named)
+
+    def _part(self, product: Product, values: tuple, named: dict) -> np.ndarray:
+        """`product`'s own part of its kernel's row (a Jacobian, a Hessian), shaped: per point,
+        or per row of a batch."""
+        out = self._run(product.name, product.width(self._m, self._k), values, named)
+        start, shape = product.part(self._m, self._k)
+        return out[..., start:].reshape(out.shape[:-1] + shape)
 
     def _require_scalar(self, what: str) -> None:
         if not self.scalar:

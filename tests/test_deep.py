@@ -5,8 +5,8 @@ from __future__ import annotations
 import sys
 
 import symgraph as sg
-from symgraph.api import build_programs
 from symgraph.backends.python import emit_python
+from symgraph.lower.programs import build_programs
 
 DEPTH = 100_000
 

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph.api import build_programs
 from symgraph.ir.traversal import topological_order
+from symgraph.lower.programs import build_programs
 
 from .corpus import CORPUS
 

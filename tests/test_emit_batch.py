@@ -215,8 +215,7 @@ def test_segments_respect_dependencies_and_keep_every_step():
         targets = {s.target for s in p.steps}
         for s in order:
             for o in s.operands:
-                name = o.lstrip("-")
-                assert name not in targets or name in done
+                assert o.value not in targets or o.value in done
             done.add(s.target)
 
 

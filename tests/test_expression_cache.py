@@ -6,9 +6,8 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph import api
 from symgraph.backends.tape import builder as tape
-from symgraph.runtime import expression_cache
+from symgraph.runtime import build, expression_cache
 
 x, y = sg.symbols("x y")
 EXPR = sg.exp(x * y) + x**3 / y + sg.sin(y)
@@ -24,7 +23,7 @@ def _no_rebuilding(monkeypatch):
     def fail(*_, **__):
         raise AssertionError("rebuilt what the cache holds")
 
-    monkeypatch.setattr(api, "build_programs", fail)
+    monkeypatch.setattr(build, "build_programs", fail)
     monkeypatch.setattr(tape, "build_tape", fail)
 
 
@@ -96,3 +95,21 @@ def test_programs_too_long_to_be_worth_keeping_are_not_kept(tmp_path, monkeypatc
     fn = sg.compile(EXPR, [x, y], cache_dir=tmp_path, strategy="tape")
     fn.value_and_grad(X)
     assert not _records(tmp_path) and not list(tmp_path.glob("tape_*.npz"))
+
+
+def test_typed_operands_survive_a_record_exactly(tmp_path):
+    from symgraph.lower.schedule import CONST, NAME, Operand, Program, Step
+
+    special = [Operand(CONST, v) for v in (-0.0, float("inf"), -float("inf"), 0.1, 1e-310)]
+    steps = (Step("t0", "add", (Operand(NAME, "a"), Operand(NAME, "b", True), *special), "a-b"),
+             Step("t1", "mul", (Operand(NAME, "t0"), Operand(CONST, float("nan")))))
+    program = Program("value", ("a", "b"), steps,
+                      (("f", Operand(NAME, "t1")), ("g", Operand(CONST, 2.0))))
+    expression_cache.save_programs(tmp_path, "k", [program], strategy="straight")
+    [again], record = expression_cache.load_programs(tmp_path, "k")
+    assert record == {"strategy": "straight"}
+    assert again.steps[0] == steps[0] and again.outputs == program.outputs
+    got = [o.value for o in again.steps[0].operands[2:]]
+    assert [v.hex() for v in got] == [o.value.hex() for o in special]  # -0.0 stays -0.0
+    assert again.steps[1].operands[1].kind == CONST and np.isnan(again.steps[1].operands[1].value)
+    assert all(type(o.value) is float for o in special)

@@ -105,4 +105,4 @@ def test_modules_import_no_cycle():
 def test_the_layout_test_sees_function_level_imports():
     # ir.traversal imports ir.node for type checking only; a real cycle would be caught.
     graph = _graph()
-    assert "backends.tape.builder" in graph["api"]  # imported inside a method
+    assert "backends.tape.builder" in graph["runtime.build"]  # imported inside a function

@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import symgraph as sg
+from symgraph.lower.programs import build_programs
 
 from .strategies import SMOOTH_OPS, expressions, points
 
@@ -117,6 +118,6 @@ def test_print_then_parse_gives_back_the_identical_node(expr):
 def test_fused_value_and_gradient_cost_is_at_most_4x_the_value_cost(expr):
     # Weighted by the op table's costs: erf' = c*exp(-x*x) is four cheap operations after one
     # transcendental, which a plain count would rate like erf itself.
-    value, fused = sg.api.build_programs([expr], VARIABLES, VARIABLES, scalar=True,
-                                         with_hessian=False)
+    value, fused = build_programs([expr], VARIABLES, VARIABLES, scalar=True,
+                                  with_hessian=False)
     assert fused.cost <= 4 * value.cost + len(VARIABLES)

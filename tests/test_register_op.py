@@ -2,7 +2,8 @@
 parse, print (text and LaTeX), SymPy both ways, derivatives (against SymPy), the Python backend
 (rows and batches), Numba rows and lanes, and the graph tensors, with cache keys that change
 with the table. (The tape runs registered ops on an interpreter generated for the extended
-table: tests/test_tape_table.py.) The fixture removes it again, so other tests see the built-in table.
+table: tests/test_tape_table.py.) The fixture removes it again, so other tests see the built-in
+table.
 """
 
 from __future__ import annotations

@@ -41,7 +41,7 @@ from symgraph.ir.evaluate import count_ops
 from symgraph.ir.node import apply
 from symgraph.ir.ops import OPS
 from symgraph.lower.programs import build_programs
-from symgraph.lower.schedule import Program, Step
+from symgraph.lower.schedule import CONST, NAME, Operand, Program, Step
 
 from .corpus import CORPUS
 from .strategies import expressions, points
@@ -126,8 +126,9 @@ def test_vector_ops_are_the_op_tables_lane_templates_computed_alike():
 
 
 def _single_op_program(name: str, arity: int) -> Program:
-    operands = ("a", "b", "c")[:arity]
-    return Program("value", ("a", "b", "c"), (Step("t0", name, operands),), (("f", "t0"),))
+    operands = tuple(Operand(NAME, a) for a in ("a", "b", "c")[:arity])
+    return Program("value", ("a", "b", "c"), (Step("t0", name, operands),),
+                   (("f", Operand(NAME, "t0")),))
 
 
 def _reference(spec, row, arity: int) -> float:
@@ -183,7 +184,8 @@ def test_every_op_follows_numpy_on_its_domain_and_at_edge_points(name):
 
 
 def test_unknown_ops_are_refused():
-    program = Program("value", ("a",), (Step("t0", "frobnicate", ("a",)),), (("f", "t0"),))
+    program = Program("value", ("a",), (Step("t0", "frobnicate", (Operand(NAME, "a"),)),),
+                      (("f", Operand(NAME, "t0")),))
     with pytest.raises(NotImplementedError, match="frobnicate"):
         build_tape(program)
 
@@ -199,11 +201,11 @@ def _llvm_rewrites_a_pow(programs) -> bool:
             if step.op == "pow":
                 base, exponent = step.operands
                 try:
-                    if math.log2(abs(float(base))).is_integer():
+                    if base.kind == CONST and math.log2(abs(base.value)).is_integer():
                         return True
                 except (ValueError, OverflowError):
                     pass
-                if exponent == "0.5":
+                if exponent == Operand(CONST, 0.5):
                     return True
     return False
 

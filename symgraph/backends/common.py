@@ -1,21 +1,41 @@
-"""What both emitters share: one line per step from the op table's templates, and the header."""
+"""What both emitters share: operands spelled in Python, one line per step from the op table's
+templates, and the header."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from ..ir.ops import OPS
 from ..lower.naming import comment_text, docstring_text
-from ..lower.schedule import Program
+from ..lower.schedule import CONST, Operand, Program
 
 INDENT = "    "
+
+
+def literal(value: float) -> str:
+    """Python source for a float constant, valid in every backend that writes Python."""
+    if math.isnan(value):
+        return "math.nan"
+    if math.isinf(value):
+        return "math.inf" if value > 0 else "-math.inf"
+    return repr(float(value))
+
+
+def operand_text(operand: Operand) -> str:
+    """An operand as the templates take it: ``t3``, ``-t3`` (the sum's template turns it into a
+    subtraction), ``2.0``, ``-math.inf``."""
+    if operand.kind == CONST:
+        return literal(operand.value)
+    return "-" + operand.value if operand.negated else operand.value
 
 
 def step_lines(program: Program, backend: str, indent: str) -> list[str]:
     """``target = <template>  # expression`` for each step, with `backend`'s templates."""
     lines = []
     for step in program.steps:
-        code = f"{step.target} = {OPS[step.op].render(backend, list(step.operands))}"
+        code = (f"{step.target} = "
+                f"{OPS[step.op].render(backend, [operand_text(o) for o in step.operands])}")
         if step.comment and step.comment.replace(" ", "") != code.split(" = ", 1)[1].replace(
                 " ", ""):
             code += f"  # {comment_text(step.comment, 60)}"
@@ -57,5 +77,5 @@ def needed_preludes(programs: Sequence[Program]) -> list[str]:
 
 def output_lines(program: Program, slot: str, indent: str) -> list[str]:
     """One store per output; `slot` is a format string over the output index `k`."""
-    return [f"{indent}{slot.format(k=k)} = {operand}"
+    return [f"{indent}{slot.format(k=k)} = {operand_text(operand)}"
             for k, (_, operand) in enumerate(program.outputs)]

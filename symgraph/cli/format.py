@@ -33,7 +33,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from ..backends.common import INDENT, step_lines
+from ..backends.common import INDENT, operand_text, step_lines
 from ..ir.node import Node, apply, symbol
 from ..ir.traversal import topological_order
 from ..lower.naming import comment_text, input_identifiers, unique
@@ -181,7 +181,7 @@ def diff_python(name: str, expression_text: str | None, inputs: Sequence[Node],
     labels = unique([f"d{suffix}{name}_d{ident_of[v]}{suffix}" for v in variables], taken=idents)
     program = schedule("derivative", list(zip(labels, derivatives)), inputs, idents)
     body = step_lines(program, "py", INDENT)
-    results = [operand for _, operand in program.outputs]
+    results = [operand_text(operand) for _, operand in program.outputs]
     title = ", ".join(derivative_label(name, v, order) for v in variables)
     about = f"{name} = {expression_text}" if expression_text else f"the expression {name}"
     lines = ["import math"]

@@ -15,6 +15,7 @@ import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from ..backends.registry import BACKENDS
 from ..ir.evaluate import free_symbols
 from ..ir.node import symbol
 from ..pictures import draw
@@ -102,6 +103,7 @@ def _evaluate(args: argparse.Namespace, command: str) -> str:
 
 def cmd_codegen(args: argparse.Namespace) -> str | None:
     from ..backends.registry import generate_source
+    from ..lower.products import products_for
 
     names, exprs = read_expressions(args, "many")
     scalar = len(exprs) == 1
@@ -109,9 +111,10 @@ def cmd_codegen(args: argparse.Namespace) -> str | None:
         raise UsageError("--hessian needs a single expression; use --grad for a Jacobian")
     inputs = free_symbols(exprs)
     variables = [symbol(v) for v in variables_of(args, exprs)]
-    source, programs = generate_source(
-        exprs, inputs, variables, backend=args.backend, scalar=scalar, hessian=args.hessian,
-        derivatives=args.grad or args.hessian, labels=names, standalone=args.standalone)
+    products = products_for(scalar, args.hessian, args.grad or args.hessian)
+    source, programs = generate_source(exprs, inputs, variables, backend=args.backend,
+                                       products=products, labels=names,
+                                       standalone=args.standalone)
     return _emit(args, source, f"{args.backend} kernels: "
                  + ", ".join(p.name for p in programs))
 
@@ -215,7 +218,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "sorted by name)")
     point = argparse.ArgumentParser(add_help=False)
     point.add_argument("--at", action="append", metavar="X=V,...", help="the point, e.g. x=3,y=2")
-    point.add_argument("--backend", choices=["python", "numba"], default="python",
+    point.add_argument("--backend", choices=sorted(BACKENDS), default="python",
                        help="kernel backend (default python: no JIT wait)")
     point.add_argument("--json", action="store_true", help="JSON output for scripts")
     output = argparse.ArgumentParser(add_help=False)
@@ -245,8 +248,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--grad", action="store_true",
                    help="add gradient kernels (a Jacobian for several expressions)")
     p.add_argument("--hessian", action="store_true", help="add Hessian kernels")
-    p.add_argument("--backend", choices=["python", "numba"], default="python",
-                   help="python (math/NumPy) or numba (@njit) kernels (default python)")
+    p.add_argument("--backend", choices=sorted(BACKENDS), default="python",
+                   help="; ".join(f"{b.name}: {b.about}" for b in BACKENDS.values())
+                   + " (default python)")
     p.add_argument("--standalone", action="store_true",
                    help="numba: a module that needs only NumPy and Numba (no symgraph), whose "
                    "kernels compile slower; python modules always are")

@@ -65,7 +65,6 @@ from .opspec import (  # noqa: F401  (re-exported: `ops` is where stages look op
 )
 
 SQRT_PI_2 = 2.0 / math.sqrt(math.pi)
-_int_exponent = small_power  # the old name (lower/schedule.py imports it)
 
 
 def _op(name, arity, evaluate, partials, py, np_, nb=None, latex=None, sympy=None,

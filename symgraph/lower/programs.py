@@ -1,14 +1,13 @@
 """From expressions to programs: differentiate, then schedule each kernel (value, value and
-gradient, ...) as a straight-line Program the backends render."""
+gradient, ...: the products of lower.products) as a straight-line Program the backends render."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..ad.differentiate import hessian, jacobian
 from ..ir.node import Node
 from ..ir.printer import to_text
-from . import naming
+from .products import Derivatives, Product, products_for
 from .schedule import Program, schedule
 
 _DESCRIBE_MAX_CHARS = 400
@@ -28,31 +27,15 @@ def describe(outputs: Sequence[Node], labels: Sequence[str]) -> list[str]:
 
 
 def build_programs(outputs: Sequence[Node], inputs: Sequence[Node], wrt: Sequence[Node],
-                   scalar: bool, with_hessian: bool, with_derivatives: bool = True
-                   ) -> list[Program]:
-    """The kernels of a compiled function: value, and value with derivatives w.r.t. `wrt`."""
-    idents = naming.input_identifiers([s.value for s in inputs])
-    ident_of = {id(s): i for s, i in zip(inputs, idents)}
-    wrt_idents = [ident_of[id(v)] for v in wrt]
-    values = naming.value_labels(len(outputs))
-    value_slots = list(zip(values, outputs))
-    programs = [schedule("value", value_slots, inputs, idents)]
-    if not with_derivatives:
-        return programs
-    if scalar:
-        gradient = jacobian(outputs, wrt)[0]
-        grad_slots = value_slots + list(zip(naming.gradient_labels(wrt_idents), gradient))
-        programs.append(schedule("value_grad", grad_slots, inputs, idents))
-        if with_hessian:
-            second = hessian(outputs[0], wrt)
-            labels = naming.hessian_labels(wrt_idents)
-            n = len(wrt)
-            hess_slots = grad_slots + [(labels[i][j], second[i][j])
-                                       for i in range(n) for j in range(n)]
-            programs.append(schedule("value_grad_hess", hess_slots, inputs, idents))
-    else:
-        rows = jacobian(outputs, wrt)
-        jac_slots = value_slots + [(label, d) for v, row in zip(values, rows)
-                                   for label, d in zip(naming.gradient_labels(wrt_idents, v), row)]
-        programs.append(schedule("value_jac", jac_slots, inputs, idents))
-    return programs
+                   scalar: bool = True, with_hessian: bool = False, with_derivatives: bool = True,
+                   *, products: Sequence[Product] | None = None) -> list[Program]:
+    """One Program per product (default: `products_for` the flags): differentiate w.r.t.
+    `wrt`, then schedule each kernel over `inputs`."""
+    if products is None:
+        products = products_for(scalar, with_hessian, with_derivatives)
+    derivatives = Derivatives(outputs, inputs, wrt)
+    if len(outputs) != 1 and any(p.scalar_only for p in products):
+        raise ValueError(f"{[p.name for p in products if p.scalar_only]} need a scalar "
+                         "expression")
+    return [schedule(p.name, derivatives.value_slots + p.slots(derivatives), inputs,
+                     derivatives.idents) for p in products]

@@ -5,17 +5,20 @@ output needs are never reached. Temporaries are named ``t0, t1, ...`` in order o
 a step whose value is an output is named after the output (``df_dx``), so programs read well and
 are identical in every process. Wide sums and products are split into chained steps of at most
 `MAX_WIDTH` operands: never one giant expression, which CPython and LLVM handle badly.
+
+Operands are data, not code: an `Operand` is a name or a float constant, and a name may be
+negated (a negation used only by sums has no step: the sum subtracts it). Each backend spells
+them (backends.common.operand_text for Python and Numba; the tape reads them as they are).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
 from ..ir.node import Node
-from ..ir.ops import OPS, _int_exponent
+from ..ir.ops import OPS, small_power
 from ..ir.printer import to_text
 from ..ir.traversal import bulk, capped_tree_sizes, topological_order
 
@@ -23,11 +26,35 @@ MAX_WIDTH = 16
 COMMENT_MAX_NODES = 8  # a step's comment shows its expression when the tree is this small
 
 
+NAME, CONST = "name", "const"  # Operand.kind
+
+
+class Operand(NamedTuple):  # a tuple: 10^5-step programs are built and read in bulk
+    """A step's argument: a name (an input, a temporary, an output label) or a float constant.
+    `negated` is for names only (the negation of a constant is a constant)."""
+
+    kind: str  # NAME or CONST
+    value: str | float  # the identifier, or the constant
+    negated: bool = False
+
+    def negative(self) -> Operand:
+        if self.kind == CONST:
+            return Operand(CONST, -self.value)
+        return Operand(NAME, self.value, not self.negated)
+
+
 class Step(NamedTuple):  # a tuple: 10^5-step programs are built and read in bulk
     target: str
     op: str
-    operands: tuple[str, ...]  # identifiers or float literals
+    operands: tuple[Operand, ...]
     comment: str = ""
+
+
+def power_exponent(step: Step) -> int | None:
+    """k when `step` is ``x ** k`` for a constant integer ``0 < |k| <= 4``, which every backend
+    writes as multiplications (`ops.small_power` decides); else None."""
+    exponent = step.operands[1]
+    return small_power(exponent.value) if exponent.kind == CONST else None
 
 
 @dataclass(frozen=True)
@@ -37,7 +64,7 @@ class Program:
     name: str
     inputs: tuple[str, ...]
     steps: tuple[Step, ...]
-    outputs: tuple[tuple[str, str], ...]  # (label, operand)
+    outputs: tuple[tuple[str, Operand], ...]  # (label, operand)
 
     @property
     def op_count(self) -> int:
@@ -52,20 +79,11 @@ class Program:
         for s in self.steps:
             if s.op in ("add", "mul"):
                 total += max(1, len(s.operands) - 1)
-            elif s.op == "pow" and _int_exponent(s.operands[1]) is not None:
-                total += max(1, abs(_int_exponent(s.operands[1])) - 1)  # emitted as products
+            elif s.op == "pow" and (k := power_exponent(s)) is not None:
+                total += max(1, abs(k) - 1)  # emitted as products
             else:
                 total += OPS[s.op].cost
         return total
-
-
-def literal(value: float) -> str:
-    """Python source for a float constant, valid in every backend."""
-    if math.isnan(value):
-        return "math.nan"
-    if math.isinf(value):
-        return "math.inf" if value > 0 else "-math.inf"
-    return repr(float(value))
 
 
 def _negations_feeding_only_sums(order: list[Node], claimed: dict[Node, str]) -> set[Node]:
@@ -82,7 +100,8 @@ def _negations_feeding_only_sums(order: list[Node], claimed: dict[Node, str]) ->
 def schedule(name: str, outputs: Sequence[tuple[str, Node]], inputs: Sequence[Node],
              input_names: Sequence[str], comments: bool = True) -> Program:
     """Flatten the DAG under `outputs` into a Program over the given input symbols."""
-    operand: dict[Node, str] = dict(zip(inputs, input_names, strict=True))
+    operand: dict[Node, Operand] = {node: Operand(NAME, ident)
+                                    for node, ident in zip(inputs, input_names, strict=True)}
     claimed: dict[Node, str] = {}
     for label, node in outputs:
         if node.args and node not in claimed:
@@ -92,10 +111,11 @@ def schedule(name: str, outputs: Sequence[tuple[str, Node]], inputs: Sequence[No
     inlined = _negations_feeding_only_sums(order, claimed)
     steps: list[Step] = []
     counter = 0
+    new = tuple.__new__  # builds the records without their Python-level __new__: ~2x faster
     for node in order:
         op = node.op
         if op == "const":
-            operand[node] = literal(node.value)
+            operand[node] = new(Operand, (CONST, float(node.value), False))
             continue
         if op == "symbol":
             if node not in operand:
@@ -104,20 +124,20 @@ def schedule(name: str, outputs: Sequence[tuple[str, Node]], inputs: Sequence[No
             continue
         args = tuple(map(operand.__getitem__, node.args))
         if node in inlined:
-            operand[node] = "-" + args[0]  # the sum's template writes `a - b`
+            operand[node] = args[0].negative()  # the sum's template writes `a - b`
             continue
         # Split wide sums/products left to right: the same rounding as one long expression.
         while len(args) > MAX_WIDTH:
             partial = f"t{counter}"
             counter += 1
             steps.append(Step(partial, op, args[:MAX_WIDTH]))
-            args = (partial, *args[MAX_WIDTH:])
+            args = (Operand(NAME, partial), *args[MAX_WIDTH:])
         target = claimed.get(node)
         if target is None:
             target = f"t{counter}"
             counter += 1
         note = to_text(node) if comments and sizes[node] <= COMMENT_MAX_NODES else ""
-        steps.append(Step(target, op, args, note))
-        operand[node] = target
+        steps.append(new(Step, (target, op, args, note)))
+        operand[node] = new(Operand, (NAME, target, False))
     return Program(name, tuple(input_names), tuple(steps),
                    tuple((label, operand[node]) for label, node in outputs))

@@ -8,7 +8,7 @@
     values.compute()                            # or dask.compute(values, grads)
 
 Workers never see expression objects. What travels is the kernel itself, once per worker: a
-generated module's source text (the worker imports it with `compiler.load_source`, so it lands
+generated module's source text (the worker imports it with `loading.load_source`, so it lands
 in the worker's own cache folder and Numba's machine-code cache applies there), or a tape
 module's arrays. Each worker process loads a kernel once and keeps it, keyed by digest.
 Needs the optional extra: ``pip install "symgraph[dask]"``.
@@ -23,12 +23,14 @@ from typing import Any
 
 import numpy as np
 
+from ..backends.registry import backend_named
 from ..backends.tape.builder import Tape, TapeModule
+from ..lower.products import VALUE, VALUE_GRAD, VALUE_GRAD_HESS, VALUE_JAC, Product
 from .loading import load_source, source_digest
 
-# kind -> the program it runs
-KINDS = {"value": "value", "value_and_grad": "value_grad", "grad": "value_grad",
-         "jacobian": "value_jac", "hessian": "value_grad_hess"}
+# kind (the API method's name) -> the product whose program it runs
+KINDS: dict[str, Product] = {"value": VALUE, "value_and_grad": VALUE_GRAD, "grad": VALUE_GRAD,
+                             "jacobian": VALUE_JAC, "hessian": VALUE_GRAD_HESS}
 
 _LOADED: dict[str, Any] = {}  # per worker process: kernel key -> module
 _LOCK = threading.Lock()
@@ -42,6 +44,7 @@ class Kernel:
     key: str
     source: str | None = None
     tapes: tuple[Tape, ...] = ()
+    backend: str = "numba"  # whose `load` readies the source's kernels
 
     def load(self) -> Any:
         """The module, loaded once per process (the source goes to this process's cache)."""
@@ -52,6 +55,7 @@ class Kernel:
                     module = TapeModule(self.tapes)
                 else:
                     module = load_source(self.source)[0]
+                    backend_named(self.backend).load(module)
                     if self.tapes:
                         module = _TapeBatches(module, TapeModule(self.tapes))
                 _LOADED[self.key] = module
@@ -89,7 +93,7 @@ def kernel_of(fn: Any) -> Kernel:
     batch_tapes = getattr(fn, "batch_tapes", None)  # programs whose batches run on the tape
     tapes = tuple(t.stripped() for t in batch_tapes.tapes.values()) if batch_tapes else ()
     key = "source-" + source_digest(fn.source) + ("-" + _tapes_key(tapes) if tapes else "")
-    return Kernel(key, source=fn.source, tapes=tapes)
+    return Kernel(key, source=fn.source, tapes=tapes, backend=getattr(fn, "backend", "numba"))
 
 
 def run_block(block: np.ndarray, kernel: Kernel, program: str, width: int) -> np.ndarray:
@@ -105,7 +109,7 @@ def _program(fn: Any, name: str):
     for p in fn.programs:
         if p.name == name:
             return p
-    hint = " (compile with hessian=True)" if name == "value_grad_hess" else ""
+    hint = " (compile with hessian=True)" if name == VALUE_GRAD_HESS.name else ""
     raise ValueError(f"the compiled function has no {name!r} kernel{hint}; it has "
                      f"{[p.name for p in fn.programs]}")
 
@@ -149,20 +153,18 @@ def map_dask(fn: Any, X: Any, kind: str = "value") -> Any:
         raise ValueError(f"unknown kind {kind!r}; choose one of {sorted(KINDS)} or a kernel "
                          f"name in {sorted(names)}")
     m = len(_program(fn, "value").outputs)
-    scalar = getattr(fn, "scalar", "value_jac" not in names)
+    scalar = getattr(fn, "scalar", VALUE_JAC.name not in names)
     if kind == "jacobian" and scalar:
         return map_dask(fn, X, "grad")[:, None, :]
-    if kind in ("value_and_grad", "grad", "hessian") and not scalar:
+    product = KINDS[kind]
+    if product.scalar_only and not scalar:
         raise TypeError(f"{kind} needs a scalar function; use jacobian for a vector")
-    out = map_program(fn, X, KINDS[kind])
+    out = map_program(fn, X, product.name)
     if kind == "value":
         return out[:, 0] if scalar else out
     if kind == "value_and_grad":
         return out[:, 0], out[:, 1:]
-    if kind == "grad":
-        return out[:, 1:]
-    if kind == "jacobian":
-        k = (out.shape[1] - m) // m
-        return out[:, m:].reshape((out.shape[0], m, k))
-    k = len(_program(fn, "value_grad").outputs) - 1
-    return out[:, 1 + k:].reshape((out.shape[0], k, k))
+    derivative = _program(fn, VALUE_GRAD.name if scalar else VALUE_JAC.name)
+    k = (len(derivative.outputs) - m) // m  # the variables: derivatives per output
+    start, shape = product.part(m, k)
+    return out[:, start:].reshape((out.shape[0], *shape))

@@ -4,11 +4,12 @@ differentiation, scheduling, code generation and tape building.
 The key is the expression's structural digest (every node carries one), the arguments, the
 options, a fingerprint of symgraph's own source and a digest of the op table's contents
 (`ops.table_digest`: registered ops live in no package file), so any change to symgraph or to
-the table makes new records. A record holds the programs (JSON: steps are strings) and the
-name of the generated module; tapes are kept beside it as .npz arrays. Files are written
-atomically and anything unreadable counts as absent, so the worst a damaged cache costs is the
-work it would have saved. Programs longer than `MAX_RECORD_STEPS` are not kept: writing them
-would cost more than it saves.
+the table makes new records. A record holds the programs (JSON: a step is [target, op,
+operands, comment], an operand a name, [name] for a negated name, or a number) and the name of
+the generated module; tapes are kept beside it as .npz arrays. Files are written atomically and
+anything unreadable counts as absent, so the worst a damaged cache costs is the work it would
+have saved. Programs longer than `MAX_RECORD_STEPS` are not kept: writing them would cost more
+than it saves.
 """
 
 from __future__ import annotations
@@ -25,14 +26,14 @@ import numpy as np
 
 from ..ir.node import Node
 from ..ir.ops import table_digest
-from ..lower.schedule import Program, Step
+from ..lower.schedule import CONST, NAME, Operand, Program, Step
 from ..version import __version__
 from .loading import write_atomically
 
 if TYPE_CHECKING:
     from ..backends.tape.module import Tape
 
-FORMAT = 1
+FORMAT = 2  # 2: typed operands
 MAX_RECORD_STEPS = 100_000
 _TAPE_ARRAYS = ("opcodes", "operands", "targets", "blocks", "constants", "outputs", "step_of")
 
@@ -63,8 +64,11 @@ def save_programs(folder: Path, key: str, programs: Sequence[Program], **extra: 
     """Keep `programs` (and `extra`, JSON values) under `key`, unless they are too long."""
     if sum(len(p.steps) for p in programs) > MAX_RECORD_STEPS:
         return
-    record = {"programs": [{"name": p.name, "inputs": p.inputs, "steps": p.steps,
-                            "outputs": p.outputs} for p in programs], **extra}
+    record = {"programs": [{"name": p.name, "inputs": p.inputs,
+                            "steps": [(s.target, s.op, [_encode(o) for o in s.operands],
+                                       s.comment) for s in p.steps],
+                            "outputs": [(label, _encode(o)) for label, o in p.outputs]}
+                           for p in programs], **extra}
     write_atomically(folder / f"expr_{key}.json", json.dumps(record, separators=(",", ":")))
 
 
@@ -73,13 +77,32 @@ def load_programs(folder: Path, key: str) -> tuple[list[Program], dict] | None:
     try:
         record = json.loads((folder / f"expr_{key}.json").read_bytes())
         programs = [Program(p["name"], tuple(p["inputs"]),
-                            tuple(Step(t, op, tuple(operands), note)
+                            tuple(Step(t, op, tuple(map(_decode, operands)), note)
                                   for t, op, operands, note in p["steps"]),
-                            tuple((label, operand) for label, operand in p["outputs"]))
+                            tuple((label, _decode(operand)) for label, operand in p["outputs"]))
                     for p in record.pop("programs")]
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, IndexError):
         return None
     return programs, record
+
+
+def _encode(operand: Operand) -> str | list[str] | float:
+    if operand.kind == CONST:
+        return operand.value  # JSON numbers, NaN and Infinity included, read back exactly
+    return [operand.value] if operand.negated else operand.value
+
+
+def _decode(data: str | list[str] | float) -> Operand:
+    if type(data) is str:
+        return Operand(NAME, data)
+    if type(data) is list:
+        (name,) = data
+        if type(name) is not str:
+            raise TypeError(f"not an operand: {data!r}")
+        return Operand(NAME, name, True)
+    if type(data) in (float, int):  # (not bool: its type is bool)
+        return Operand(CONST, float(data))
+    raise TypeError(f"not an operand: {data!r}")
 
 
 def _tape_path(folder: Path, key: str, name: str) -> Path:

@@ -6,7 +6,7 @@ the file's path and timestamp) gives back the machine code without compiling aga
 Real files also make tracebacks, `inspect.getsource` and debuggers work on generated code.
 A Numba module's text names the digest of symgraph's Numba runtime, which its machine code
 holds too, so another runtime gives another file (`backends.numba.cache.runtime_digest`).
-Kernels Numba has cached are loaded as the module is imported (`symgraph.numba_cache`).
+A backend's `load` then makes the module's kernels ready (Numba: their cached machine code).
 """
 
 from __future__ import annotations
@@ -18,8 +18,6 @@ import sys
 import tempfile
 from pathlib import Path
 from types import ModuleType
-
-from ..backends.numba.cache import dispatchers_of, preload
 
 ENV_CACHE_DIR = "SYMGRAPH_CACHE_DIR"
 
@@ -74,6 +72,4 @@ def load_source(source: str, cache_dir: str | os.PathLike | None = None) -> tupl
         del sys.modules[name]
         raise
     module.__source__ = source
-    # The entry points' cached machine code, without Numba's per-process set-up.
-    preload(dispatchers_of(module, ("_row", "_chunks")))
     return module, path

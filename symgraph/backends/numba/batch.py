@@ -56,8 +56,8 @@ import re
 from dataclasses import replace
 
 from ...ir.ops import OPS
-from ...lower.schedule import Program, Step
-from ..common import INDENT, step_lines
+from ...lower.schedule import NAME, Operand, Program, Step, power_exponent
+from ..common import INDENT, operand_text, step_lines
 
 JIT = '@njit(cache=True, error_model="numpy")'
 # Batch kernels are loops over chunks that release the GIL; symgraph.batching shares a batch's
@@ -96,7 +96,10 @@ I1, I2 = INDENT, INDENT * 2
 
 
 def is_vector_step(step: Step) -> bool:
-    return OPS[step.op].lane_step(step.operands)
+    spec = OPS[step.op]
+    if spec.integer_powers:  # small integer powers are products (ops.small_power)
+        return power_exponent(step) is not None
+    return spec.lane_step(())
 
 
 def vecmath_calls(code: str) -> list[str]:
@@ -104,10 +107,9 @@ def vecmath_calls(code: str) -> list[str]:
     return list(dict.fromkeys(re.findall(r"\b(v[a-z0-9]+)\(", code)))
 
 
-def _value(operand: str) -> str | None:
-    """The name an operand reads (``-t3`` reads ``t3``), or None for a literal."""
-    name = operand[1:] if operand.startswith("-") else operand
-    return name if name.isidentifier() else None
+def _value(operand: Operand) -> str | None:
+    """The name an operand reads (``-t3`` reads ``t3``), or None for a constant."""
+    return operand.value if operand.kind == NAME else None
 
 
 def uses_lanes(p: Program) -> bool:
@@ -167,7 +169,7 @@ def _slots(p: Program, runs: list[list[Step]], direct_inputs: bool = False,
             for name in map(_value, s.operands):
                 if name in defined and defined[name] != k:
                     last[name] = max(last.get(name, k), k)
-    for _, operand in p.outputs:
+    for operand in map(_value, (o for _, o in p.outputs)):
         if operand in defined and not (direct_outputs and defined[operand] >= 0):
             last[operand] = len(runs)
     born: dict[int, list[str]] = {}
@@ -204,6 +206,7 @@ def lane_kernel_lines(p: Program) -> list[str]:
     count = max(slot.values(), default=0) + 1
     column = {name: k for k, name in enumerate(p.inputs)} if direct_in else {}
     stored: set[str] = set()  # outputs a segment stores itself
+    results = [operand_text(o) for _, o in p.outputs]
 
     def cell(name: str) -> str:
         return f"_T[{slot[name] * BLOCK} + _j]"
@@ -212,7 +215,7 @@ def lane_kernel_lines(p: Program) -> list[str]:
         return [f"{I1}for _j in range(_m):", *body] if body else []
 
     limited = {s.target for s in p.steps if any(f in LIMITED for f in vecmath_calls(
-        OPS[s.op].render("lanes", list(s.operands))))}
+        OPS[s.op].render("lanes", [operand_text(o) for o in s.operands])))}
     lines = [f"def {p.name}_lanes(_X, _OUT, _T{', _F' if limited else ''}, _s, _m):",
              f"{I1}# Points _s .. _s + _m - 1; a value crossing segments lives in _T[slot * "
              f"{BLOCK} + _j]."]
@@ -229,10 +232,10 @@ def lane_kernel_lines(p: Program) -> list[str]:
                 for name in reads]
         body += step_lines(replace(p, steps=tuple(run)), "lanes", I2)
         body += [f"{I2}_F[_j] |= abs({operand}) > {SIN_COS_LIMIT!r}" for operand in
-                 dict.fromkeys(s.operands[0] for s in run if s.target in limited)]
+                 dict.fromkeys(operand_text(s.operands[0]) for s in run if s.target in limited)]
         body += [f"{I2}{cell(s.target)} = {s.target}" for s in run if s.target in slot]
         if direct_out:
-            body += [f"{I2}_OUT[_s + _j, {k}] = {o}" for k, (_, o) in enumerate(p.outputs)
+            body += [f"{I2}_OUT[_s + _j, {k}] = {o}" for k, o in enumerate(results)
                      if o in mine]
             stored |= mine
         lines += loop(body)
@@ -241,7 +244,7 @@ def lane_kernel_lines(p: Program) -> list[str]:
         return cell(o) if o in slot else f"_X[_s + _j, {column[o]}]" if o in column else o
 
     lines += loop([f"{I2}_OUT[_s + _j, {k}] = {output(o)}"
-                   for k, (_, o) in enumerate(p.outputs) if o not in stored])
+                   for k, o in enumerate(results) if o not in stored])
     lines += loop([f"{I2}if _F[_j]:  # again with libm's sin/cos (the row kernel's steps)",
                    f"{I2}{I1}{p.name}_steps(_X[_s + _j], _OUT[_s + _j])"] if limited else [])
     return lines + ["", "", f"_{p.name}_lanes = lane_loops({p.name}_lanes, {p.name}_steps, "

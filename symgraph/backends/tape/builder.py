@@ -30,7 +30,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ...ir.traversal import bulk
-from ...lower.schedule import Program, Step
+from ...lower.schedule import CONST, NAME, Operand, Program, Step, power_exponent
 from ..numba.cache import preload
 from .interpreter import Interpreter, interpreter_for, refusal
 from .module import LANE_BUDGET, Tape, TapeModule, lane_width, tape_text
@@ -40,31 +40,12 @@ from .passes import cluster_order, linear_scan, split_blocks
 __all__ = ["LANE_BUDGET", "STRATEGIES", "TAPE_THRESHOLD_OPS", "Tape", "TapeModule", "build_tape",
            "build_tape_module", "choose_strategy", "lane_width", "lanes_beat_rows", "tape_text"]
 
-_SPECIAL_LITERALS = {"math.nan": math.nan, "math.inf": math.inf, "-math.inf": -math.inf}
 STRATEGIES = ("auto", "straight", "tape")
 # Measured with benchmarks/scale.py: a straight-line Numba kernel compiles in ~0.2 ms per
 # operation for the row and ~0.3 ms for the batch (~2 s at this size, 4,517 ops: 0.95 s + 1.2 s;
 # ~9 s at 13,000); a tape builds in ~3 us per instruction with nothing to compile (its
 # interpreter loads from Numba's cache in ~0.4 s) and evaluates ~3x slower per point.
 TAPE_THRESHOLD_OPS = 4_000
-
-
-def _literal(text: str) -> float | None:
-    if text in _SPECIAL_LITERALS:
-        return _SPECIAL_LITERALS[text]
-    try:
-        return float(text)
-    except ValueError:
-        return None
-
-
-def _small_int_exponent(text: str) -> int | None:
-    # Mirrors the op table's pow template, so the same exponents become multiplications.
-    try:
-        value = float(text)
-    except ValueError:
-        return None
-    return int(value) if value.is_integer() and 0 < abs(value) <= 4 else None
 
 
 class _Builder:
@@ -101,23 +82,21 @@ class _Builder:
     def emit(self, op: int, dst: int, a: int, b: int, c: int, step: int) -> None:
         self.code.append((op, dst, a, b, c, step))
 
-    def operand(self, text: str, step: int) -> tuple[int, bool]:
-        """(value id, negated): identifiers, ``-identifier`` (a negation printed in a sum) or
-        literals."""
-        sign = text.startswith("-") and text[1:].isidentifier()
-        name = text[1:] if sign else text
+    def operand(self, operand: Operand, step: int) -> tuple[int, bool]:
+        """(value id, negated) of a name (perhaps negated: a negation inlined into a sum) or a
+        constant."""
+        if operand.kind == CONST:
+            return self.constant(operand.value), False
+        name, sign = operand.value, operand.negated
         if name in self.ids:
             return self.ids[name], sign
         if name in self.negations:
             return self.negations[name], not sign
-        value = _literal(text)
-        if value is None:
-            raise ValueError(f"unknown operand {text!r} in step {step}")
-        return self.constant(value), False
+        raise ValueError(f"unknown operand {name!r} in step {step}")
 
-    def plain(self, text: str, step: int) -> int:
+    def plain(self, operand: Operand, step: int) -> int:
         """An operand as a value id, materializing a negation where the op cannot absorb it."""
-        value, negated = self.operand(text, step)
+        value, negated = self.operand(operand, step)
         if not negated:
             return value
         if value not in self.negated:
@@ -143,15 +122,15 @@ class _Builder:
                 self.negations[step.target] = value
         elif step.op in ("add", "mul"):
             self.chain(index, step)
-        elif step.op == "pow" and _small_int_exponent(operands[1]) is not None:
-            self.small_power(index, step, _small_int_exponent(operands[1]))
+        elif step.op == "pow" and (k := power_exponent(step)) is not None:
+            self.small_power(index, step, k)  # the multiplications of the op table's template
         else:
             code = self.codes.get(step.op)
             if code is None or code == SINCOS or len(operands) > 3:
                 why = refusal(step.op)
                 raise NotImplementedError(f"the tape interpreter has no op {step.op!r}"
                                           + (f" ({why})" if why else ""))
-            args = [self.plain(text, index) for text in operands]
+            args = [self.plain(operand, index) for operand in operands]
             args += [args[0]] * (3 - len(args))
             dst = self.new_value()
             self.emit(code, dst, args[0], args[1], args[2], index)
@@ -165,7 +144,7 @@ class _Builder:
             self.ids[step.target] = first  # a one-term sum is its term: no instruction
             return
         dst = self.new_value()
-        terms = [(first, negated)] + [self.operand(text, index) for text in step.operands[1:]]
+        terms = [(first, negated)] + [self.operand(o, index) for o in step.operands[1:]]
         if code == self.mul and len(terms) > 1:
             # Negated factors only set the sign, which the last link applies.
             odd = sum(negated for _, negated in terms) % 2
@@ -203,14 +182,14 @@ class _Builder:
             # schedule (x**1 simplifies), kept for completeness: x * 1.0 is x bit for bit.
         self.ids[step.target] = dst
 
-    def output(self, text: str) -> int:
-        return self.plain(text, -1)
+    def output(self, operand: Operand) -> int:
+        return self.plain(operand, -1)
 
 
 def _sin_cos_pairs(steps: Sequence[Step]) -> dict[int, tuple[str, str]]:
     """For each sin(u)/cos(u) pair of the same operand: the index of its first step -> (the sin
     step's target, the cos step's target)."""
-    first: dict[tuple[str, str], tuple[int, str]] = {}
+    first: dict[tuple[str, Operand], tuple[int, str]] = {}
     pairs: dict[int, tuple[str, str]] = {}
     for index, step in enumerate(steps):
         if step.op in ("sin", "cos"):
@@ -298,9 +277,10 @@ def precompile() -> int:
                     interpreter.run_batch, interpreter.run_points)
     preload(entry_points)
     before = sum(sum(f.stats.cache_misses.values()) for f in entry_points)
-    steps = (Step("t0", "sin", ("a",)), Step("t1", "cos", ("a",)), Step("t2", "mul", ("t0", "b")),
-             Step("f", "add", ("t2", "t1")))
-    tape = build_tape(Program("value", ("a", "b"), steps, (("f", "f"),)))
+    a, b, t0, t1, t2, f = (Operand(NAME, name) for name in ("a", "b", "t0", "t1", "t2", "f"))
+    steps = (Step("t0", "sin", (a,)), Step("t1", "cos", (a,)), Step("t2", "mul", (t0, b)),
+             Step("f", "add", (t2, t1)))
+    tape = build_tape(Program("value", ("a", "b"), steps, (("f", f),)))
     module = TapeModule([tape])
     X, OUT = np.ones((3, 2)), np.empty((3, 1))
     module.value_row(X[0], OUT[0])

@@ -1,0 +1,170 @@
+"""Building a compiled function's kernels: the cache lookup, the programs, the strategy, the
+module (or tapes) and its batch runners. api.py only calls what `build` returns.
+
+    built = build(outputs, args, wrt, backend=BACKENDS["numba"], products=[VALUE, VALUE_GRAD])
+    built.rows["value_grad"](x, out)          # one point
+    built.threaded["value_grad"](X, OUT)      # a batch, on as many threads as it is worth
+
+What a backend's kernels can do comes from its record (backends.registry.Backend), never from
+its name. The expression cache keeps the programs, the strategy and the choices made for the
+batches, so building again reads them back instead of differentiating.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..backends.numba.cache import Entry
+from ..backends.registry import STRAIGHT, TAPE, Backend, render_source
+from ..ir.node import Node
+from ..ir.traversal import bulk
+from ..lower.products import Product
+from ..lower.programs import build_programs
+from ..lower.schedule import Program
+from .batching import rows_per_thread, run_batch, run_shared
+from .expression_cache import expression_key, load_programs, load_tape, save_programs, save_tape
+from .loading import default_cache_dir, load_source
+
+Kernel = Callable[[np.ndarray, np.ndarray], None]
+_CHUNK_TYPES = (np.empty((0, 0)), np.empty((0, 0)), np.zeros(2, np.int64))  # X, OUT, claims
+
+
+def _read_kept_module(folder: Path, name: str | None) -> str | None:
+    """The text of a generated module a record names, if it is still there."""
+    try:
+        return (folder / name).read_text(encoding="utf-8") if name else None
+    except OSError:
+        return None
+
+
+class Build:
+    """The kernels of one compiled function: per program (by product name) ``rows[name](x,
+    out)``, ``batches[name](X, OUT)`` on the calling thread and ``threaded[name](X, OUT)``
+    shared between threads where the backend allows. ``rows_in_place``: a row kernel may take
+    x and out as one array."""
+
+    def __init__(self, backend: Backend, strategy: str, products: Sequence[Product],
+                 programs: list[Program], module: Any, path: Path | None, source: str | None,
+                 folder: Path, key: str) -> None:
+        self.backend, self.strategy, self.products = backend, strategy, tuple(products)
+        self.programs, self.module, self.path = programs, module, path
+        self._source, self._folder, self._key = source, folder, key
+        self.rows_in_place = backend.rows_in_place and strategy == STRAIGHT
+        self.rows = {p.name: getattr(module, p.name + "_row") for p in programs}
+        self.batches: dict[str, Kernel] = {p.name: getattr(module, p.name + "_batch")
+                                           for p in programs}
+        self.on_tape: list[Program] = []
+        self._batch_tapes: Any = None
+        self.threaded: dict[str, Kernel] = self.batches
+
+    @property
+    def source(self) -> str:
+        """The generated module's text, or the tape printed as readable steps (on first use:
+        a 10^5-step tape takes a while to print)."""
+        return self._source if self.strategy == STRAIGHT else self.module.source
+
+    @property
+    def batch_tapes(self) -> Any:
+        """The TapeModule running the batches of programs chosen for the tape's lanes (None if
+        there are none), built on the first batch: one-point users never pay for it."""
+        if self._batch_tapes is None and self.on_tape:
+            self._batch_tapes = tape_module(self._folder, self._key, self.on_tape)
+        return self._batch_tapes
+
+    def _run_on_tape(self, on_tape: list[str] | None) -> None:
+        """Batches of straight-line programs too big for lane kernels, and heavy in
+        exp/log/sin/cos/tanh..., run on the tape's lanes (SIMD vector math, nothing more to
+        compile) instead of a loop over their row kernel."""
+        if not (self.backend.lane_tapes and self.strategy == STRAIGHT):
+            return
+        if on_tape is None:  # not decided before (and kept)
+            from ..backends.numba.batch import uses_lanes
+            from ..backends.tape.builder import lanes_beat_rows
+
+            on_tape = [p.name for p in self.programs
+                       if not uses_lanes(p) and lanes_beat_rows(p)]
+        self.on_tape = [p for p in self.programs if p.name in on_tape]
+        for p in self.on_tape:
+            def batch(X: np.ndarray, OUT: np.ndarray, _name: str = p.name + "_batch") -> None:
+                getattr(self.batch_tapes, _name)(X, OUT)
+
+            batch.__name__ = batch.__qualname__ = p.name + "_batch"
+            self.batches[p.name] = batch
+
+    def _share_batches(self) -> None:
+        """Batches on Numba's threads where the kernels release the GIL: a module's
+        chunk-claiming kernel, or the batch kernel on parts of the rows."""
+        if not self.backend.threaded_batches:
+            return
+        self.threaded = {}
+        lanes = {p.name for p in self.on_tape}
+        for p in self.programs:
+            chunks = getattr(self.module, p.name + "_chunks", None)
+            if self.backend.chunk_kernels and chunks is not None and p.name not in lanes:
+                # Through its entry point: X is float64, C order and aligned on every path
+                # here (it may be read-only: the kernel never writes X).
+                self.threaded[p.name] = functools.partial(
+                    run_shared, Entry(chunks, _CHUNK_TYPES), min_rows=rows_per_thread(p.cost))
+            else:
+                self.threaded[p.name] = functools.partial(
+                    run_batch, self.batches[p.name], min_rows=rows_per_thread(p.cost))
+
+
+def tape_module(folder: Path, key: str, programs: Sequence[Program]) -> Any:
+    """The TapeModule of `programs`, their tapes read back from the cache folder, or built
+    (and kept there)."""
+    from ..backends.tape.builder import build_tape
+    from ..backends.tape.module import TapeModule
+
+    tapes = []
+    for program in programs:
+        tape = load_tape(folder, key, program)
+        if tape is None:
+            tape = bulk(build_tape)(program)
+            save_tape(folder, key, tape)
+        tapes.append(tape)
+    return TapeModule(tapes)
+
+
+def build(outputs: Sequence[Node], args: Sequence[Node], wrt: Sequence[Node], *,
+          backend: Backend, products: Sequence[Product],
+          cache_dir: str | os.PathLike | None = None, strategy: str = "auto") -> Build:
+    """The kernels of `products` for `outputs` over `args`, derivatives w.r.t. `wrt`: read
+    back from the expression cache, or differentiated, scheduled, rendered (or taped) and
+    kept there."""
+    fixed = backend.strategy(strategy)  # refuses a strategy the backend lacks, before any work
+    folder = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    key = expression_key(outputs, args, wrt, backend=backend.name,
+                         products=[p.name for p in products], strategy=strategy)
+    kept = load_programs(folder, key)
+    record = kept[1] if kept is not None else {}
+    source = _read_kept_module(folder, record.get("module"))
+    if kept is not None and (source is not None or record.get("strategy") == TAPE):
+        programs, chosen = kept[0], record["strategy"]
+    else:  # differentiate, schedule (and below, render)
+        record = {}
+        programs = build_programs(outputs, args, wrt, products=products)
+        if fixed is None:
+            from ..backends.tape.builder import choose_strategy
+
+            fixed = choose_strategy(programs, strategy)
+        chosen = fixed
+    if chosen == TAPE:  # huge programs: one cached interpreter, no compile
+        module, path = tape_module(folder, key, programs), None
+    else:
+        source = source or render_source(programs, outputs, args, backend)
+        module, path = load_source(source, cache_dir)
+        backend.load(module)
+    built = Build(backend, chosen, products, programs, module, path, source, folder, key)
+    built._run_on_tape(record.get("on_tape"))
+    if not record:
+        save_programs(folder, key, programs, strategy=chosen, module=path and path.name,
+                      on_tape=[p.name for p in built.on_tape])
+    built._share_batches()
+    return built
