@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -67,10 +67,12 @@ class OpSpec:
         """How text calls the op: ``sin(x)`` (infix ops have none: ``""``)."""
         return self.spellings[0] if self.spellings else ""
 
-    def lane_step(self, operands: Sequence[str]) -> bool:
-        """Whether a step of this op on `operands` joins a vectorised lane loop."""
+    def lane_step(self, exponent: float | str | None = None) -> bool:
+        """Whether a step of this op joins a vectorised lane loop. `exponent` is the step's
+        constant second operand (None if it has none): for an op with integer powers, it
+        decides (a small power is products)."""
         if self.integer_powers:
-            return small_power(operands[1]) is not None
+            return exponent is not None and small_power(exponent) is not None
         return self.vectorises or self.lanes is not None
 
     def render(self, backend: str, operands: list[str]) -> str:

@@ -56,7 +56,7 @@ import re
 from dataclasses import replace
 
 from ...ir.ops import OPS
-from ...lower.schedule import NAME, Operand, Program, Step, power_exponent
+from ...lower.schedule import CONST, NAME, Operand, Program, Step
 from ..common import INDENT, operand_text, step_lines
 
 JIT = '@njit(cache=True, error_model="numpy")'
@@ -97,9 +97,8 @@ I1, I2 = INDENT, INDENT * 2
 
 def is_vector_step(step: Step) -> bool:
     spec = OPS[step.op]
-    if spec.integer_powers:  # small integer powers are products (ops.small_power)
-        return power_exponent(step) is not None
-    return spec.lane_step(())
+    second = step.operands[1] if len(step.operands) > 1 else None
+    return spec.lane_step(second.value if second is not None and second.kind == CONST else None)
 
 
 def vecmath_calls(code: str) -> list[str]:
