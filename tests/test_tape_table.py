@@ -24,7 +24,7 @@ from symgraph.backends.tape.interpreter import interpreter_for
 from symgraph.backends.tape.opcodes import TAPE_ONLY, instruction_set
 from symgraph.ir.node import apply
 from symgraph.ir.ops import OPS, OpSpec
-from symgraph.lower.schedule import Program, Step
+from symgraph.lower.schedule import NAME, Operand, Program, Step
 
 VECMATH = frozenset(name for name in vars(vecmath) if not name.startswith("__"))
 
@@ -138,8 +138,9 @@ def test_the_generated_source_is_byte_identical_in_fresh_processes():
 def test_every_op_runs_alike_on_the_point_interpreter_rows_and_lanes(name, monkeypatch):
     spec = OPS[name]
     arity = 2 if spec.arity < 0 else spec.arity
-    program = Program("value", ("a", "b", "c"), (Step("t0", name, ("a", "b", "c")[:arity]),),
-                      (("f", "t0"),))
+    operands = tuple(Operand(NAME, v) for v in ("a", "b", "c")[:arity])
+    program = Program("value", ("a", "b", "c"), (Step("t0", name, operands),),
+                      (("f", Operand(NAME, "t0")),))
     X = np.random.default_rng(7).uniform(-2.0, 2.0, (40, 3))
     X[:4] = [[0.0, -0.0, 1.0], [math.inf, 1.0, -1.0], [math.nan, 2.0, 0.5], [-1e300, 1e-310, 3]]
     lanes, rows, points = np.empty((40, 1)), np.empty((40, 1)), np.empty((40, 1))
@@ -229,7 +230,8 @@ def test_a_registered_op_runs_on_its_own_interpreter_with_the_python_backends_nu
 
 def test_a_registered_op_gets_the_next_code_and_is_refused_once_it_is_gone(extra_ops):
     # Building only: the extended interpreter is imported, never compiled.
-    program = Program("value", ("x",), (Step("t0", "softsign", ("x",)),), (("f", "t0"),))
+    program = Program("value", ("x",), (Step("t0", "softsign", (Operand(NAME, "x"),)),),
+                      (("f", Operand(NAME, "t0")),))
     tape = build_tape(program)
     assert tape.opcodes.tolist() == [len(TAPE_ONLY) + len(OPS) - 2]
     assert not tape.interpreter.standard
