@@ -68,7 +68,7 @@ VECTOR_OPS = {tape_interpreter.INSTRUCTION_NAMES[op] for op in tape_interpreter.
 
 
 def _uses_vector_math(programs) -> bool:
-    """Whether the tape runs one of `programs`' steps with symgraph.backends.numba.vecmath (not libm)."""
+    """Whether the tape runs one of `programs`' steps with backends.numba.vecmath (not libm)."""
     return any(step.op in VECTOR_OPS for p in programs for step in p.steps)
 
 
@@ -158,8 +158,8 @@ def test_every_op_follows_numpy_on_its_domain_and_at_edge_points(name):
     # NumPy's exp/log/tanh... may differ from the C library's by an ulp; specials must match.
     np.testing.assert_allclose(rows[:, 0], expected, rtol=4e-16, atol=0)
     if name in VECTOR_OPS:
-        # symgraph.backends.numba.vecmath, like the C library, is within an ulp of the true value (faithful),
-        # so the two are equal or neighbours; specials, signed zeros included, are equal.
+        # symgraph.backends.numba.vecmath, like the C library, is within an ulp of the true value
+        # (faithful), so the two are equal or neighbours; specials (signed zeros too) are equal.
         libm = np.array([_reference(spec, row, arity) for row in X])
         special = ~np.isfinite(libm) | (libm == 0.0)
         _same(rows[special, 0], libm[special])

@@ -1,5 +1,5 @@
-"""symgraph.backends.numba.vecmath: accuracy against mpmath, NumPy's edge cases, vectorised loops, the sin/cos
-fix-up beyond SIN_COS_LIMIT, and source_of's standalone text."""
+"""symgraph.backends.numba.vecmath: accuracy against mpmath, NumPy's edge cases, vectorised
+loops, the sin/cos fix-up beyond SIN_COS_LIMIT, and source_of's standalone text."""
 
 from __future__ import annotations
 
