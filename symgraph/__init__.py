@@ -1,9 +1,13 @@
 """symgraph: expressions as DAGs, derivatives that share them, and readable fast kernels.
 
-The pipeline, one module per stage, each using only earlier ones::
+The package is its pipeline: one folder per stage, in data-flow order, each importing only
+itself and earlier stages (``tests/test_layout.py`` checks every import)::
 
-    ops -> graph -> printer / parser / sympy_bridge -> differentiate -> schedule
-        -> emit_python / emit_numba -> compiler -> api -> cli
+    version -> ir (ops, node, traversal, evaluate, functions, printer)
+        -> frontends (lexer, parser, sympy_bridge, coerce) -> ad (differentiate) -> pictures
+        -> lower (naming, schedule, programs) -> backends (python, numba/, tape/)
+        -> runtime (loading, caches, batching, outputs, dask) -> api -> graphs -> cli
+        -> static, dynamic (the public TF1/PyTorch-style faces) -> this module
 """
 
 from .ad.differentiate import diff, grad, hessian, jacobian, jvp, vjp
