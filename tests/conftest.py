@@ -3,13 +3,14 @@ tiers.
 
 Tiers: a test is marked `numba` when it compiles Numba code (or loads it) and `slow` when it
 takes seconds without that, so `python -m pytest -m "not numba and not slow"` is the
-pure-Python tier. Marks come from the rules below, by what a test is parametrised with, which
-fixtures it uses and which file it is in, so test files need no marks of their own; a test the
-rules cannot tell carries an explicit `pytest.mark.numba` / `pytest.mark.slow`.
+pure-Python tier. Marks come from the rules below: what a test is parametrised with, which
+fixtures it uses, which file it is in, words in its name, and short lists of the tests no rule
+can tell, so test files need no marks of their own (an explicit `pytest.mark.numba` or
+`pytest.mark.slow` in a test file works too).
 
-`SYMGRAPH_CHECK_TIERS=1` checks the marks: Numba gets an empty cache folder, and a test not
-marked `numba` during which Numba compiles anything fails; so does a test marked neither
-that runs for longer than `SLOW_SECONDS`. The rules stay honest as tests are added.
+`SYMGRAPH_CHECK_TIERS=1` checks the marks: Numba gets an empty cache folder, and the run fails
+if Numba compiled anything during a test not marked `numba`; a test marked neither that runs
+longer than `SLOW_SECONDS` is listed. The rules stay honest as tests are added.
 """
 
 from __future__ import annotations
@@ -79,18 +80,24 @@ def pytest_addoption(parser):
 def _is_numba(item: pytest.Item, file: str) -> bool:
     if file in NUMBA_FILES or NUMBA_WORD in item.name.lower():
         return True
-    if item.originalname in NUMBA_TESTS.get(file, ()):
+    if _base_name(item) in NUMBA_TESTS.get(file, ()):
         return True
     params = getattr(getattr(item, "callspec", None), "params", {})
-    if any(params.get(name) in values for name, values in NUMBA_PARAMS.items()):
-        return True
+    for name, values in NUMBA_PARAMS.items():
+        value = params.get(name)
+        if isinstance(value, str) and value in values:
+            return True
     return bool(NUMBA_FIXTURES.intersection(getattr(item, "fixturenames", ())))
+
+
+def _base_name(item: pytest.Item) -> str:
+    return getattr(item, "originalname", None) or item.name  # without [parameter ids]
 
 
 def _is_slow(item: pytest.Item, file: str) -> bool:
     named = SLOW_TESTS.get(file, ())
-    return (file in SLOW_FILES or SLOW_WORD in item.originalname
-            or item.originalname in named or item.name in named)
+    return (file in SLOW_FILES or SLOW_WORD in _base_name(item)
+            or _base_name(item) in named or item.name in named)
 
 
 def pytest_collection_modifyitems(config, items):
@@ -112,10 +119,10 @@ class _CompileWatch:
         watch = self
 
         class Listener(event.Listener):
-            def on_start(self, event):
+            def on_start(self, data):
                 watch.count += 1
 
-            def on_end(self, event):
+            def on_end(self, data):
                 pass
 
         event.register("numba:compile", Listener())
