@@ -30,8 +30,9 @@ NUMBA_FIXTURES = {"use_kernel", "first_run", "client", "example_outputs"}
 # Files of the Numba backend's own tests: nearly every test there compiles or runs Numba code.
 NUMBA_FILES = {"test_batching.py", "test_emit_batch.py", "test_numba_cache.py", "test_tape.py",
                "test_vecmath.py", "test_dask.py"}
-# A test whose name mentions Numba runs it ("..._with_numba_kernel_...", "numbas_own_compile").
-NUMBA_WORD = "numba"
+# A test whose name mentions Numba or its lane kernels runs them ("..._with_numba_kernel_...",
+# "numbas_own_compile", "..._rows_and_lanes"); so does every test of a file named for Numba.
+NUMBA_WORDS = ("numba", "lane")
 # Tests the rules cannot tell: they compile with the default backend (Numba), by file.
 NUMBA_TESTS = {
     "test_api.py": {"test_tape_strategy_agrees_with_straight_line_kernels_and_prints_its_steps"},
@@ -49,6 +50,9 @@ NUMBA_TESTS = {
         "test_programs_too_long_to_be_worth_keeping_are_not_kept",
     },
     "test_outputs.py": {"test_api_batches_in_a_loop_give_fresh_results_each_time"},
+    "test_register_op.py": {"test_cache_keys_and_sources_follow_the_table"},
+    "test_tape_table.py": {"test_a_standard_tape_pickles_without_its_interpreters_source",
+                           "test_a_registered_op_gets_the_next_code_and_is_refused_once_it_is_gone"},
 }
 # Slow without Numba: 100,000-deep expressions (every test whose name says "deep"), whole files
 # of hypothesis runs and subprocesses, and single tests (by name, or name[parameter id]).
@@ -62,6 +66,8 @@ SLOW_TESTS = {
     "test_emit.py": {"test_source_is_byte_identical_across_hash_seeds"},
     "test_cli.py": {"test_codegen_output_runs_in_a_fresh_interpreter_without_symgraph"},
     "test_static_dynamic.py": {"test_example_prints_the_texts_numbers_and_a_diagram"},
+    "test_op_table_complete.py": {"test_the_shared_strategy_draws_the_op"},
+    "test_numpy_protocol.py": {"test_a_function_of_ten_thousand_elements_traces_without_recursion"},
 }
 # In the check, a test marked neither that runs longer is reported (not failed: a loaded
 # machine makes any test slow).
@@ -78,7 +84,7 @@ def pytest_addoption(parser):
 
 
 def _is_numba(item: pytest.Item, file: str) -> bool:
-    if file in NUMBA_FILES or NUMBA_WORD in item.name.lower():
+    if file in NUMBA_FILES or "numba" in file or any(w in item.name.lower() for w in NUMBA_WORDS):
         return True
     if _base_name(item) in NUMBA_TESTS.get(file, ()):
         return True
