@@ -3,9 +3,10 @@
 The package is its pipeline: one folder per stage, in data-flow order, each importing only
 itself and earlier stages (``tests/test_layout.py`` checks every import)::
 
-    version -> ir (ops, node, traversal, evaluate, functions, printer)
-        -> frontends (lexer, parser, sympy_bridge, coerce) -> ad (differentiate) -> pictures
-        -> lower (naming, schedule, programs) -> backends (python, numba/, tape/)
+    version -> ir (ops, opspec, node, traversal, evaluate, functions, printer, numpy_*)
+        -> frontends (lexer, parser, sympy_bridge, trace, traced, coerce)
+        -> ad (differentiate, traced) -> pictures (draw) -> lower (naming, schedule, programs)
+        -> backends (common, python, registry, numba/ with its runtime/, tape/)
         -> runtime (loading, caches, batching, outputs, dask) -> api -> graphs -> cli
         -> static, dynamic (the public TF1/PyTorch-style faces) -> this module
 """
