@@ -1,9 +1,14 @@
 """symgraph: expressions as DAGs, derivatives that share them, and readable fast kernels.
 
-The pipeline, one module per stage, each using only earlier ones::
+The package is its pipeline: one folder per stage, in data-flow order, each importing only
+itself and earlier stages (``tests/test_layout.py`` checks every import)::
 
-    ops -> graph -> printer / parser / sympy_bridge -> differentiate -> schedule
-        -> emit_python / emit_numba -> compiler -> api -> cli
+    version -> ir (ops, opspec, node, traversal, evaluate, functions, printer, numpy_*)
+        -> frontends (lexer, parser, sympy_bridge, trace, traced, coerce)
+        -> ad (differentiate, traced) -> pictures (draw) -> lower (naming, schedule, programs)
+        -> backends (common, python, registry, numba/ with its runtime/, tape/)
+        -> runtime (loading, caches, batching, outputs, dask) -> api -> graphs -> cli
+        -> static, dynamic (the public TF1/PyTorch-style faces) -> this module
 """
 
 from .ad.differentiate import diff, grad, hessian, jacobian, jvp, vjp

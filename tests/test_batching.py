@@ -85,8 +85,8 @@ def test_an_error_in_a_worker_thread_reaches_the_caller():
 
 def test_a_threaded_batch_through_the_api_equals_point_by_point_calls():
     x, y = sg.symbols("x y")
-    # Arithmetic and sqrt only: batch kernels compute exp/sin... with symgraph.backends.numba.vecmath, which
-    # may differ from the row kernel's libm in the last bit.
+    # Arithmetic and sqrt only: batch kernels compute exp/sin... with
+    # symgraph.backends.numba.vecmath, which may differ from the row kernel's libm in the last bit.
     fn = sg.compile(sg.sqrt(x * x + 1.0) * y + x / y + x ** 3, [x, y])
     X = np.random.default_rng(3).uniform(-2.0, 2.0, size=(3 * batching.MIN_ROWS_PER_THREAD + 5, 2))
     X[::97, 1] = 0.0  # division by zero: inf/nan rows in every part

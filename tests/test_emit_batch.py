@@ -3,10 +3,10 @@
 Without vecmath steps every non-NaN result must have the row kernel's exact bits (same IEEE
 operations, no FMA contraction); where the row kernel gives NaN the batch gives NaN too (its
 payload or sign may differ: IEEE 754 leaves them open). Lane code computes exp, log, sin...
-with symgraph.backends.numba.vecmath, the row kernel with libm: both within an ulp of the true value, so one
-such op agrees to an ulp, and whole programs to rounding. Points mix random values with inf,
-nan, signed zeros, huge, subnormal and branch-boundary values; batch sizes hit 0, 1 and every
-block edge.
+with symgraph.backends.numba.vecmath, the row kernel with libm: both within an ulp of the true
+value, so one such op agrees to an ulp, and whole programs to rounding. Points mix random
+values with inf, nan, signed zeros, huge, subnormal and branch-boundary values; batch sizes hit
+0, 1 and every block edge.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Kernels come back from Numba's on-disk cache in a fresh process without Numba's per-process
-registry refresh (symgraph.backends.numba.cache), and with the very same numbers; a cache missing its
-machine code falls back to the usual path."""
+registry refresh (symgraph.backends.numba.cache), and with the very same numbers; a cache missing
+its machine code falls back to the usual path."""
 
 import json
 import os

@@ -2,8 +2,8 @@
 the conventions at non-differentiable points, and IEEE values at edges (with constant folding).
 
 Rendered templates are our own generated code, evaluated here with `eval` on a namespace of
-math/np (and symgraph.backends.numba.vecmath's functions, which lane templates call) to check that they
-compute what `evaluate` computes.
+math/np (and symgraph.backends.numba.vecmath's functions, which lane templates call) to check that
+they compute what `evaluate` computes.
 """
 
 from __future__ import annotations

@@ -10,7 +10,8 @@ Every operation computes its value at once with the op table's NumPy meaning (so
 scalar symgraph nodes (`symgraph.tensor`). Leaves created with ``requires_grad=True`` are symbols;
 anything else enters the record as constants. `backward` takes `differentiate.vjp` of the record
 and evaluates it with `graph.evaluate`. The record is rebuilt on every run, so the graph has
-whatever shape the Python code gave it this time. `graphs.freeze` compiles a traced function (``symgraph.dynamic.freeze``).
+whatever shape the Python code gave it this time. `graphs.freeze` compiles a traced function
+(``symgraph.dynamic.freeze``).
 """
 
 from __future__ import annotations
