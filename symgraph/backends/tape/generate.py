@@ -14,12 +14,11 @@ run on a copy generated into the cache folder, compiled on first use).
 
 from __future__ import annotations
 
-import os
 import sys
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
+from ..files import write_atomically
 from .opcodes import TAPE_ONLY, InstructionSet, calls, instruction_set
 from .template import INTERPRETER
 
@@ -197,20 +196,6 @@ def standard_source() -> str:
 
     names = frozenset(name for name in vars(vecmath) if not name.startswith("__"))
     return interpreter_source(instruction_set(OPS, names), names)
-
-
-def write_atomically(path: Path, text: str) -> None:
-    """No reader ever sees part of the file (as symgraph.runtime.loading writes; backends come
-    before runtime)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".py")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(text.encode())
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
 
 
 def main() -> int:

@@ -43,8 +43,6 @@ of the table as it was when this module was imported (for `symgraph precompile` 
 from __future__ import annotations
 
 import importlib
-import os
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 from types import ModuleType
@@ -53,6 +51,7 @@ from typing import Any
 import numpy as np
 
 from ...ir.ops import OPS
+from ..files import default_cache_dir, import_file, write_atomically
 from ..numba import vecmath
 from ..numba.cache import drop_if_changed
 from .opcodes import InstructionSet, instruction_set
@@ -168,45 +167,18 @@ def _inlined_files() -> list[Path]:
     return files
 
 
-def _cache_folder() -> Path:
-    # As symgraph.runtime.loading.default_cache_dir (backends come before runtime).
-    if os.environ.get("SYMGRAPH_CACHE_DIR"):
-        return Path(os.environ["SYMGRAPH_CACHE_DIR"]) / "tape"
-    if sys.platform == "win32":
-        base = Path(os.environ.get("LOCALAPPDATA", Path.home() / "AppData" / "Local"))
-    elif sys.platform == "darwin":
-        base = Path.home() / "Library" / "Caches"
-    else:
-        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return base / "symgraph" / "tape"
-
-
 def _generated_module(source: str) -> ModuleType:
     """Import `source` from ``tape_interpreter_<digest>.py`` in the cache folder."""
     import hashlib
-    import importlib.util
 
     digest = hashlib.sha256(source.encode())
     for path in _inlined_files():
         digest.update(b"\0" + path.name.encode() + b"\0" + path.read_bytes())
     name = f"symgraph_tape_interpreter_{digest.hexdigest()[:24]}"
-    path = _cache_folder() / f"{name.removeprefix('symgraph_')}.py"
-    module = sys.modules.get(name)
-    if module is not None and getattr(module, "__file__", None) == str(path):
-        return module
+    path = default_cache_dir() / "tape" / f"{name.removeprefix('symgraph_')}.py"
     if not (path.is_file() and path.read_text(encoding="utf-8") == source):
-        from .generate import write_atomically
-
         write_atomically(path, source)
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)
-    except BaseException:
-        del sys.modules[name]
-        raise
-    return module
+    return import_file(name, path)
 
 
 _current = interpreter_for()
