@@ -165,9 +165,11 @@ def _emit(args: argparse.Namespace, text: str, what: str) -> str | None:
 def cmd_precompile(args: argparse.Namespace) -> str:
     import time
 
+    from ..backends.numba import runtime
     from ..backends.tape.builder import precompile
 
     began = time.perf_counter()
+    runtime.check()  # the Numba runtime's one-time self-check (~1 s): its verdict is kept
     compiled = precompile()
     seconds = time.perf_counter() - began
     if compiled == 0:
@@ -259,8 +261,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also draw the derivative graph (derivative nodes marked)")
     p.add_argument("--format", choices=["ascii", "dot", "svg", "png"], default="ascii",
                    help="ascii and dot always work; svg and png need Graphviz (default ascii)")
-    add("precompile", "compile symgraph's tape interpreter into Numba's cache now (~10 s, once "
-        "per machine), so the first big expression does not wait for it", [])
+    add("precompile", "compile symgraph's tape interpreter into Numba's cache and run the Numba "
+        "runtime's self-check now (~10 s, once per machine), so the first expressions do not "
+        "wait for them", [])
     return parser
 
 
