@@ -7,7 +7,8 @@
 
 Every derivative comes from one fused kernel (value and gradient in a single pass, sharing the
 forward subexpressions). A point is floats, a 1-D array, or keywords by symbol name; a batch is
-a 2-D array with one row per point.
+a 2-D array with one row per point, or one array per variable (by position or by name,
+broadcast together like NumPy's operands): ``fn(xs, ys)`` is ``fn(np.column_stack([xs, ys]))``.
 
 This module is the calling side (the fast paths between a caller and a kernel); building the
 kernels (cache lookup, programs for the products asked for, strategy, module or tapes) is
@@ -73,6 +74,21 @@ class _Row:
 _ROW_TYPES = (np.empty(0), np.empty(0))  # stand-ins for (x, out): 1-D float64, C order
 
 
+def _columns(values: tuple, names: list[str]) -> np.ndarray:
+    """Per-variable values (numbers or arrays, broadcast together) as a batch: one column per
+    variable, in order."""
+    if len(values) != len(names):
+        raise ValueError(f"expected {len(names)} value(s), one per variable {names}, got "
+                         f"{len(values)}")
+    arrays = [np.asarray(v, dtype=np.float64) for v in values]
+    try:
+        arrays = np.broadcast_arrays(*arrays)
+    except ValueError:
+        shapes = ", ".join(f"{n}: {a.shape}" for n, a in zip(names, arrays))
+        raise ValueError(f"the variables' arrays do not broadcast together ({shapes})") from None
+    return np.stack(arrays, axis=-1)
+
+
 class CompiledFunction:
     """Kernels for an expression (or a vector of them) and its derivatives w.r.t. `wrt`.
 
@@ -88,7 +104,8 @@ class CompiledFunction:
         self.outputs = [as_expression(e) for e in ([expr] if self.scalar else expr)]
         self.args = as_symbols(args, self.outputs)
         self.wrt = self.args if wrt is None else as_symbols(wrt, self.outputs)
-        missing = [w.value for w in self.wrt if all(w is not a for a in self.args)]
+        arguments = set(self.args)  # nodes are interned: a set of them is a set of identities
+        missing = [w.value for w in self.wrt if w not in arguments]
         if missing:
             raise ValueError(f"wrt names {missing}, which are not among the arguments")
         self.backend = backend
@@ -146,7 +163,12 @@ class CompiledFunction:
                 raise TypeError(f"point by name needs exactly {[s.value for s in self.args]}; "
                                 f"missing {missing}, unknown {unknown}")
             values = tuple(named[s.value] for s in self.args)
-        point = values[0] if len(values) == 1 and np.ndim(values[0]) > 0 else values
+        if (named or len(values) > 1) and any(np.ndim(v) > 0 for v in values):
+            # One value (or array of values) per variable: the variables are the columns
+            # of a batch, whatever the arrays' length (never rows read as points).
+            point = _columns(values, [s.value for s in self.args])
+        else:
+            point = values[0] if len(values) == 1 and np.ndim(values[0]) > 0 else values
         array = np.ascontiguousarray(point, dtype=np.float64)
         if not array.flags.aligned:  # the row kernel's entry point takes aligned arrays
             array = array.copy()

@@ -237,11 +237,51 @@ def test_points_with_more_inputs_than_results_and_vector_outputs(backend):
     assert wide(2.0, 3.0).tolist() == [2.0, 3.0, 5.0, -1.0, 6.0]
 
 
-def test_floats_mixed_with_arrays_raise_as_before(backend):
+def test_floats_mixed_with_arrays_broadcast_per_variable_and_a_short_point_raises(backend):
     fn = sg.compile(x + y, [x, y], backend=backend)
-    with pytest.raises(ValueError):
-        fn(3.0, np.array([1.0, 2.0]))
+    assert fn(3.0, np.array([1.0, 2.0])).tolist() == [4.0, 5.0]  # y's array: two points
     with pytest.raises(ValueError, match="expected 2 value"):
         fn(np.array([1.0, 2.0, 3.0]))
     assert fn.value_and_grad.__name__ == "value_and_grad" and "fused" in (
         fn.value_and_grad.__doc__)
+
+
+@pytest.mark.parametrize("backend", ["python", "numba"])
+def test_arrays_given_per_variable_are_columns_of_a_batch_never_rows_read_as_points(backend):
+    # Issue 21, item 1: with as many points as variables, f(xs, ys) used to read xs and ys as
+    # two points [x0, x1] and [y0, y1].
+    f = sg.compile("x**2*y", backend=backend)
+    xs, ys = np.array([1.0, 3.0]), np.array([2.0, 4.0])
+    expected = [2.0, 36.0]
+    assert f(x=xs, y=ys).tolist() == expected
+    assert f(xs, ys).tolist() == expected
+    assert f(xs.tolist(), ys.tolist()).tolist() == expected
+    assert f(xs, 2.0).tolist() == [2.0, 18.0]  # numbers broadcast against arrays
+    values, grads = f.value_and_grad(xs, ys)
+    assert values.tolist() == expected and grads.tolist() == [[4.0, 1.0], [24.0, 9.0]]
+    assert f(np.column_stack([xs, ys])).tolist() == expected  # the batch spelling agrees
+    with pytest.raises(ValueError, match=r"do not broadcast together \(x: \(3,\), y: \(2,\)\)"):
+        f(np.array([1.0, 2.0, 3.0]), ys)
+
+
+def test_threads_making_one_structure_at_once_get_one_node():
+    # Issue 21, item 4: interning is check-then-insert; under a tiny switch interval threads
+    # used to make two symbols named alike.
+    import threading
+
+    from symgraph.ir.node import symbol
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        for trial in range(40):
+            made: list = []
+            threads = [threading.Thread(target=lambda n=f"race{trial}", into=made: into.append(
+                symbol(n) * 2.0 + 1.0)) for _ in range(8)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            assert len({id(node) for node in made}) == 1
+    finally:
+        sys.setswitchinterval(interval)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import math
 import operator
+import threading
 import weakref
 from collections.abc import Sequence
 
@@ -161,8 +162,9 @@ class _TableRef(weakref.ref):
 
 
 def _forget(ref: _TableRef) -> None:
-    if ref.table.get(ref.key) is ref:
-        del ref.table[ref.key]
+    with _INTERN_LOCK:  # a thread may be putting a new node under this key
+        if ref.table.get(ref.key) is ref:
+            del ref.table[ref.key]
 
 
 # The intern tables, one per op: arguments (a leaf: its value) -> weak reference to the one
@@ -170,6 +172,10 @@ def _forget(ref: _TableRef) -> None:
 # (not WeakValueDictionary), keyed by the node's own argument tuple, because interning is the
 # innermost step of every construction.
 _TABLES: dict[str, dict] = {}
+# Making a node is check-then-insert: threads building expressions at once must not both make
+# "the" node of one structure (two symbols named x). Lookups of existing nodes take no lock;
+# reentrant, since a weak reference's callback (`_forget`) may run inside a locked section.
+_INTERN_LOCK = threading.RLock()
 _HEADERS: dict[str, bytes] = {}  # op -> the start of an operation node's digest input
 _DIGEST_OF = operator.attrgetter("digest")
 _new_node = object.__new__
@@ -180,9 +186,20 @@ _set_op, _set_args, _set_value, _set_digest = (
 def _intern(op: str, args: tuple, value) -> Node:
     table = _TABLES.get(op)
     if table is None:
-        table = _TABLES[op] = {}
+        table = _TABLES.setdefault(op, {})
     # A leaf's key is its value: hex keeps -0.0 and nan apart, a symbol's is its name.
     key = args if value is None else value.hex() if op == "const" else value
+    ref = table.get(key)
+    if ref is not None:
+        node = ref()
+        if node is not None:
+            return node
+    with _INTERN_LOCK:
+        return _make(op, args, value, table, key)
+
+
+def _make(op: str, args: tuple, value, table: dict, key) -> Node:
+    """The node of (op, args, value), made and interned unless another thread just did."""
     ref = table.get(key)
     if ref is not None:
         node = ref()
