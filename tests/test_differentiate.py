@@ -122,3 +122,17 @@ def test_text_sympy_and_names_are_accepted_wherever_an_expression_or_symbol_is()
     sx = sympy.Symbol("x")
     hessian = sg.hessian(sx**2 * sympy.Symbol("y"), ["x", "y"])
     assert hessian == [[2 * y, 2 * x], [2 * x, sg.const(0)]]
+
+
+@pytest.mark.parametrize("backend", ["python", "numba"])
+def test_the_exponents_derivative_of_x_to_the_y_at_x_zero_is_the_limit_zero(backend):
+    # Issue 21, item 5: d/dy x**y = x**y * log(x) was 0 * -inf = nan at x = 0 (PyTorch and
+    # JAX give 0, the limit for y > 0); the Hessian there is finite too.
+    x, y = sg.symbols("x y")
+    fn = sg.compile(x**y, [x, y], backend=backend)
+    value, gradient = fn.value_and_grad(0.0, 2.0)
+    assert value == 0.0 and gradient.tolist() == [0.0, 0.0]
+    assert fn.hessian(0.0, 2.0).tolist() == [[2.0, 0.0], [0.0, 0.0]]
+    value, gradient = fn.value_and_grad(2.0, 3.0)  # elsewhere: the plain rule
+    assert gradient.tolist() == [12.0, 8.0 * math.log(2.0)]
+    assert math.isnan(fn.grad(-1.0, 0.5)[1])  # log of a negative base stays NaN (NumPy)

@@ -140,7 +140,11 @@ def _pow_partials(args, out):
     base, exponent = args
     if exponent.is_const:
         return (exponent * base ** (exponent.value - 1.0), None)
-    return (exponent * base ** (exponent - 1.0), out * base.call("log"))
+    # d/dy x**y = x**y * log(x): at x = 0 that is 0 * -inf; the limit (x**y -> 0 for y > 0) is
+    # 0, as PyTorch and JAX give. log's argument is 1 there, so no derivative of the rule
+    # meets log(0) either.
+    safe = base.call("eq", 0.0).call("where", 1.0, base)
+    return (exponent * base ** (exponent - 1.0), out * safe.call("log"))
 
 
 _op("add", -1, lambda *a: sum(a[1:], a[0]), lambda a, out: (1.0,) * len(a),
