@@ -2,6 +2,8 @@
 folder (symgraph.runtime.expression_cache) instead of differentiating and generating code, with the
 same kernels and numbers; a damaged or incomplete record is rebuilt."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -88,6 +90,23 @@ def test_records_are_keyed_by_symgraphs_own_code(tmp_path, monkeypatch):
     monkeypatch.setattr(expression_cache, "code_fingerprint", lambda: "another symgraph")
     sg.compile(EXPR, [x, y], cache_dir=tmp_path)
     assert len(_records(tmp_path)) == 2
+
+
+def test_the_code_fingerprint_covers_every_module_of_the_package_subfolders_included(tmp_path):
+    package = Path(sg.__file__).resolve().parent
+    copy = tmp_path / "symgraph"
+    for path in package.rglob("*.py"):
+        target = copy / path.relative_to(package)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(path.read_bytes())
+    assert expression_cache.fingerprint_of(copy) == expression_cache.code_fingerprint()
+    seen = {expression_cache.fingerprint_of(copy)}
+    for module in ("api.py", "ir/ops.py", "backends/numba/runtime/lanes.py",
+                   "backends/tape/standard.py"):
+        with open(copy / module, "a", encoding="utf-8") as handle:
+            handle.write("\n# edited\n")
+        seen.add(expression_cache.fingerprint_of(copy))
+    assert len(seen) == 5  # each edit, however deep, makes another fingerprint
 
 
 def test_programs_too_long_to_be_worth_keeping_are_not_kept(tmp_path, monkeypatch):

@@ -42,7 +42,11 @@ _TAPE_ARRAYS = ("opcodes", "operands", "targets", "blocks", "constants", "output
 def code_fingerprint() -> str:
     """A digest of symgraph's version and every module of the package (subfolders included):
     records made by other code are never read."""
-    package = Path(__file__).resolve().parent.parent
+    return fingerprint_of(Path(__file__).resolve().parent.parent)
+
+
+def fingerprint_of(package: Path) -> str:
+    """The digest `code_fingerprint` takes, of the package in folder `package`."""
     digest = hashlib.sha256(__version__.encode())
     for path in sorted(package.rglob("*.py")):
         name = path.relative_to(package).as_posix()
