@@ -218,6 +218,9 @@ def markdown(results: dict[str, Any]) -> str:
            *main_table(rows, workloads, points, titles), "", "## Issue 5 targets", "",
            *targets(rows, workloads), "", "## symgraph in detail", "",
            *details_table(rows, workloads, points), ""]
+    from benchmarks import distribution  # (it builds on this module's helpers)
+
+    out += distribution.markdown(results)
     notes = sorted({f"{r['label']}: {n}" for r in rows for n in r.get("notes", [])})
     skipped = sorted({f"{r.get('label')}: {r.get('message')}" for r in rows
                       if r["status"] == "skipped"})

@@ -36,7 +36,7 @@ from benchmarks import report  # noqa: E402
 from benchmarks.measure import BATCH_TARGET_S  # noqa: E402
 from benchmarks.peers import IMPORTS  # noqa: E402
 from benchmarks.worker import MARK  # noqa: E402
-from benchmarks.workloads import WORKLOADS  # noqa: E402
+from benchmarks.workloads import WORKLOADS, workload  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
@@ -56,6 +56,11 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
                         "points, 1 repeat, 30 s limit")
     parser.add_argument("--repeats", type=int, help="repeats per timing (median); default 5")
     parser.add_argument("--only", help=f"workloads, comma-separated: {', '.join(WORKLOADS)}")
+    parser.add_argument("--families", help="generated workloads (benchmarks/families.py): "
+                        "'all', 'fit', 'validate' or comma-separated family names, each at "
+                        "every size of --sizes; replaces the suite unless --only is given too")
+    parser.add_argument("--sizes", default="10,100,1000,5000",
+                        help="operation counts the --families are built at")
     parser.add_argument("--peers", default="all",
                         help=f"'all', 'none' or comma-separated: {', '.join(PEERS)}")
     parser.add_argument("--batch", type=int, help="points per batch; default 100,000")
@@ -73,11 +78,37 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     unknown = sorted(set(args.workloads) - set(WORKLOADS))
     if unknown:
         parser.error(f"unknown workloads {unknown}; choose from {list(WORKLOADS)}")
+    if args.families:
+        args.generated = generated(parser, args.families, args.sizes)
+        args.workloads = (args.workloads if args.only else []) + list(args.generated)
     args.tools = ["symgraph"] + (PEERS if args.peers == "all" else [] if args.peers == "none"
                                  else args.peers.split(","))
     if set(args.tools) - set(LABELS):
         parser.error(f"unknown peers {sorted(set(args.tools) - set(LABELS))}")
     return args
+
+
+def generated(parser: argparse.ArgumentParser, which: str, sizes: str) -> dict:
+    """The generated workloads: ``family@n`` -> (target operation count, actual count)."""
+    from benchmarks import families
+
+    chosen = {"all": list(families.FAMILIES), "fit": families.FIT,
+              "validate": families.VALIDATE}.get(which, which.split(","))
+    unknown = sorted(set(chosen) - set(families.FAMILIES))
+    if unknown:
+        parser.error(f"unknown families {unknown}; choose from {list(families.FAMILIES)}")
+    try:
+        targets = tuple(int(s) for s in sizes.split(","))
+    except ValueError:
+        parser.error(f"--sizes takes comma-separated integers, not {sizes!r}")
+    found = {}
+    for name in chosen:
+        family = families.FAMILIES[name]
+        for target in targets:
+            size = families.size_for(family, target)
+            if size is not None:
+                found[f"{name}@{size[0]}"] = (target, size[1])
+    return found
 
 
 def log(message: str) -> None:
@@ -251,7 +282,8 @@ def meta(args: argparse.Namespace, argv: list[str] | None) -> dict:
             "versions": versions, "repeats": args.repeats, "batch": args.batch,
             "batch_target_s": BATCH_TARGET_S,
             "limit_s": args.limit, "workloads": args.workloads, "tools": args.tools,
-            "titles": {n: WORKLOADS[n].title for n in args.workloads},
+            "titles": {n: workload(n).title for n in args.workloads},
+            "generated": getattr(args, "generated", {}),
             "command": "python -m benchmarks.run" + "".join(
                 f" {a}" for a in (sys.argv[1:] if argv is None else argv)),
             "load_start": _load(), "tool_seconds": {}, "symgraph_commit": _commit()}
@@ -289,7 +321,7 @@ def main(argv: list[str] | None = None) -> dict:
         refs_path = scratch / "refs.json"
         for tool in args.tools:
             names = [n for n in args.workloads
-                     if tool != "handwritten" or WORKLOADS[n].handwritten]
+                     if tool != "handwritten" or workload(n).handwritten]
             missing = installed(tool)
             if missing:
                 rows += [{**_failure(tool, n, "skipped", missing), "label": label}

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks.measure import stage, stopwatch
-from benchmarks.workloads import WORKLOADS, build, prepared
+from benchmarks.workloads import build, prepared, workload
 
 
 @dataclass
@@ -63,7 +63,7 @@ def prepare_symgraph(name: str, point: np.ndarray, cache_dir: str, **_: Any) -> 
     row, batch = fn.kernels("value_grad")  # what the API calls, without its checks
     x, out = np.array(point, dtype=float), np.empty(1 + len(args))
     counts = fn.op_counts()
-    details = {"dag_ops": sg.count_ops(expr), "path": str(fn.path),
+    details = {"dag_ops": sg.count_ops(expr), "path": str(fn.path), "arguments": len(args),
                "strategy": getattr(fn, "strategy", "straight")}
     # As users call it: a float for one input, else one array (as every peer but SymPy gets);
     # the other spelling is timed too ("floats" among the extra calls).
@@ -98,7 +98,7 @@ def warm_symgraph(name: str, point: np.ndarray, X: np.ndarray, cache_dir: str) -
 
 
 def prepare_handwritten(name: str, point: np.ndarray, **_: Any) -> list[Prepared]:
-    kind = WORKLOADS[name].handwritten
+    kind = workload(name).handwritten
     if kind is None:
         return []
     setup: dict[str, float] = {}

@@ -134,14 +134,14 @@ def import_tool(tool: str) -> None:
 
 
 def run(args: argparse.Namespace) -> None:
-    from benchmarks.workloads import WORKLOADS
+    from benchmarks.workloads import workload
 
     prepare = preparer(args.tool)
     import_tool(args.tool)
     refs = json.loads(Path(args.refs).read_text()) if args.refs else {}
     for name in args.workloads.split(","):
         emit("start", workload=name)
-        w = WORKLOADS[name]
+        w = workload(name)
         n = arity(name)
         point, X = w.point(n), w.batch(n, args.batch)
         ref = refs.get(name)
@@ -177,10 +177,10 @@ def warm(args: argparse.Namespace) -> None:
     start = time.perf_counter()
     prepare = preparer(args.warm)
     import_tool(args.warm)
-    from benchmarks.workloads import WORKLOADS, build, prepared
+    from benchmarks.workloads import build, prepared, workload
     imports = time.perf_counter() - start
     name = args.workloads
-    w = WORKLOADS[name]
+    w = workload(name)
     n = arity(name)
     point, X = w.point(n), w.batch(n, args.batch)
     expr, params = (None, None) if args.warm in ("symgraph", "handwritten") else build(name)

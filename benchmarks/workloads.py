@@ -208,10 +208,22 @@ WORKLOADS: dict[str, Workload] = {w.name: w for w in [
 
 
 @functools.cache
+def workload(name: str) -> Workload:
+    """A named workload of the suite, or a generated one: ``family@n`` (benchmarks/families.py)."""
+    if name in WORKLOADS:
+        return WORKLOADS[name]
+    from benchmarks import families
+
+    family, n = families.parse_name(name)
+    return Workload(name, f"{family.name} (n = {n}, {family.kind})",
+                    lambda _: family.make(n), family.box, tags=("generated", family.kind))
+
+
+@functools.cache
 def prepared(name: str) -> object:
-    return WORKLOADS[name].prepare()
+    return workload(name).prepare()
 
 
 def build(name: str) -> Built:
     """The workload's expression (its untimed preparation is cached per process)."""
-    return WORKLOADS[name].build(prepared(name))
+    return workload(name).build(prepared(name))

@@ -1,0 +1,88 @@
+"""The benchmark's workload generator (benchmarks/families.py) keeps working: every family builds
+the same expression each time, is finite with a finite gradient on its box, reaches the sizes
+the benchmark asks for, and every backend and strategy computes the same numbers on it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import symgraph as sg
+from benchmarks import families
+from benchmarks.workloads import workload
+from symgraph.ir.evaluate import count_ops, evaluate
+
+KINDS = {"statistics", "thermochemistry", "molecular", "mechanics", "quadratic", "rational",
+         "finance", "ml", "pde", "nested", "piecewise"}
+
+
+def test_at_least_25_families_cover_every_kind_and_split_into_fit_and_held_out():
+    assert len(families.FAMILIES) >= 25
+    assert {f.kind for f in families.FAMILIES.values()} == KINDS
+    assert families.FIT and families.VALIDATE
+    assert not set(families.FIT) & set(families.VALIDATE)
+    assert set(families.FIT) | set(families.VALIDATE) == set(families.FAMILIES)
+
+
+@pytest.mark.parametrize("name", sorted(families.FAMILIES))
+def test_family_is_deterministic_and_finite_with_a_finite_gradient_on_its_box(name):
+    family = families.FAMILIES[name]
+    expr, args = family.make(3)
+    again, args_again = family.make(3)
+    assert again is expr and args_again == args  # interned: the same coefficients, same node
+    assert sg.to_text(expr) == sg.to_text(family.make(3)[0])
+    low, high = family.box(len(args))
+    assert low.shape == high.shape == (len(args),) and np.all(low < high)
+    points = np.random.default_rng(0).uniform(low, high, (16, len(args)))
+    env = {a.value: points[:, i] for i, a in enumerate(args)}
+    values = evaluate([expr, *sg.grad(expr, args)], env)
+    assert all(np.all(np.isfinite(np.asarray(v, dtype=float))) for v in values)
+
+
+@pytest.mark.parametrize("name", ["gauss_loglik", "lennard_jones", "bratu", "tiered_cost"])
+def test_sizes_reach_their_operation_counts_within_a_factor_of_two(name):
+    family = families.FAMILIES[name]
+    for target in (10, 100):
+        found = families.size_for(family, target)
+        if found is None:  # a family whose smallest member is bigger than the target
+            assert count_ops(family.make(1)[0]) > target
+            continue
+        n, ops = found
+        assert target / 2 <= ops <= 2 * target and count_ops(family.make(n)[0]) == ops
+
+
+def test_generated_workload_names_resolve_and_bad_ones_say_what_exists():
+    w = workload("huber_regression@3")
+    expr, args = w.build(None)
+    assert expr is families.FAMILIES["huber_regression"].make(3)[0] and len(args) == 2
+    with pytest.raises(KeyError, match="family@n"):
+        workload("no_such_family@3")
+
+
+# Families with disjoint variable names, summed: one compile per backend and strategy covers
+# piecewise, molecular, finance, nested, PDE, and statistics formulas at once.
+MIXED = ["huber_regression", "lennard_jones", "option_portfolio", "composition", "bratu",
+         "gauss_loglik", "poisson_glm"]
+
+
+@pytest.fixture(scope="module")
+def mixed():
+    parts = [families.FAMILIES[n].make(2) for n in MIXED]
+    args = [a for _, part_args in parts for a in part_args]
+    assert len({a.value for a in args}) == len(args)
+    boxes = [families.FAMILIES[n].box(len(a)) for n, (_, a) in zip(MIXED, parts)]
+    low, high = np.concatenate([b[0] for b in boxes]), np.concatenate([b[1] for b in boxes])
+    points = np.random.default_rng(1).uniform(low, high, (64, len(args)))
+    return sg.apply("add", *[e for e, _ in parts]), args, points
+
+
+@pytest.mark.parametrize("backend,strategy", [("numba", "straight"), ("numba", "tape")])
+def test_every_strategy_gives_the_python_backends_numbers_on_generated_families(
+        mixed, backend, strategy):
+    expr, args, points = mixed
+    want = sg.compile(expr, args, backend="python").value_and_grad(points)
+    got = sg.compile(expr, args, backend=backend, strategy=strategy).value_and_grad(points)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(got[1]), np.asarray(want[1]), rtol=1e-11, atol=1e-12)
+    one = sg.compile(expr, args, backend=backend, strategy=strategy).value_and_grad(points[0])
+    np.testing.assert_allclose(one[0], want[0][0], rtol=1e-12)
