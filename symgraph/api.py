@@ -27,11 +27,13 @@ from .backends.numba.cache import entry_point, resolve
 from .backends.registry import backend_named
 from .frontends.coerce import as_expression, as_symbols
 from .frontends.traced import compile_function
+from .frontends.values import real_array
 from .ir.node import Node
 from .ir.printer import to_latex
 from .lower.products import VALUE, VALUE_GRAD, VALUE_GRAD_HESS, VALUE_JAC, Product, products_for
 from .runtime import outputs
 from .runtime.build import build
+from .runtime.checked import checked_batch, checked_row
 
 _F64 = np.dtype(np.float64)
 _VALUE, _OUT, _VALUE_GRAD, _GRAD = range(4)  # what a bound call returns
@@ -80,7 +82,7 @@ def _columns(values: tuple, names: list[str]) -> np.ndarray:
     if len(values) != len(names):
         raise ValueError(f"expected {len(names)} value(s), one per variable {names}, got "
                          f"{len(values)}")
-    arrays = [np.asarray(v, dtype=np.float64) for v in values]
+    arrays = [real_array(v, f"the value of {n!r}") for v, n in zip(values, names)]
     try:
         arrays = np.broadcast_arrays(*arrays)
     except ValueError:
@@ -147,10 +149,13 @@ class CompiledFunction:
         ``value_jac``, ``value_grad_hess``): ``row(x, out)`` for one point and
         ``batch(X, OUT)`` for rows of points, writing into arrays you allocate (float64,
         C-contiguous, not overlapping; `OUT` has a column per output). The batch runs on the
-        calling thread."""
+        calling thread. Both check their arguments' shapes (ValueError); ``.unchecked`` on
+        either is the kernel itself."""
         if name not in self._rows:
             raise KeyError(f"no program {name!r}; there are {sorted(self._rows)}")
-        return self._built.rows[name], self._built.batches[name]
+        n, m = self._n, next(len(p.outputs) for p in self.programs if p.name == name)
+        return (checked_row(self._built.rows[name], name, n, m),
+                checked_batch(self._built.batches[name], name, n, m))
 
     # -- points -----------------------------------------------------------------------------
     def _point(self, values: tuple, named: dict) -> np.ndarray:
@@ -167,8 +172,12 @@ class CompiledFunction:
             # One value (or array of values) per variable: the variables are the columns
             # of a batch, whatever the arrays' length (never rows read as points).
             point = _columns(values, [s.value for s in self.args])
-        else:
-            point = values[0] if len(values) == 1 and np.ndim(values[0]) > 0 else values
+        elif len(values) == 1 and np.ndim(values[0]) > 0:
+            point = real_array(values[0], "the point")
+        else:  # a number per variable (None, text or complex are refused, naming it)
+            names = [s.value for s in self.args] + ["?"] * len(values)
+            point = [real_array(v, f"the value of {n!r} (argument {i})")
+                     for i, (v, n) in enumerate(zip(values, names))]
         array = np.ascontiguousarray(point, dtype=np.float64)
         if not array.flags.aligned:  # the row kernel's entry point takes aligned arrays
             array = array.copy()

@@ -15,6 +15,7 @@ import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from ..ad.differentiate import MAX_ORDER
 from ..backends.registry import BACKENDS
 from ..ir.evaluate import free_symbols
 from ..ir.node import symbol
@@ -198,6 +199,14 @@ def _positive(text: str) -> int:
     return value
 
 
+def _order(text: str) -> int:
+    value = _positive(text)
+    if value > MAX_ORDER:
+        raise argparse.ArgumentTypeError(f"at most {MAX_ORDER} (derivatives grow at least "
+                                         f"quadratically with the order), not {text!r}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     from ..version import __version__
 
@@ -233,7 +242,7 @@ def build_parser() -> argparse.ArgumentParser:
                               formatter_class=formatter, epilog=EPILOG)
 
     p = add("diff", "print derivatives as formulas", [common, wrt])
-    p.add_argument("--order", type=_positive, default=1, metavar="N",
+    p.add_argument("--order", type=_order, default=1, metavar="N",
                    help="the N-th derivative by each variable (default 1)")
     p.add_argument("--cse", action="store_true",
                    help="shared form: named temporaries for repeated subexpressions")

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import threading
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -25,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from ..ad.differentiate import vjp
+from ..frontends.values import real_array
 from ..ir.evaluate import evaluate
 from ..ir.ops import OPS
 from . import tensor as sym
@@ -32,7 +34,21 @@ from .tensor import ShapeError
 
 __all__ = ["Tensor", "tensor", "no_grad", "SGD", "ShapeError"]
 
-_state = {"grad": True, "trace": None}  # trace: the guard list while `freeze` traces
+class _State(threading.local):
+    """Per thread, as PyTorch's grad mode is: one thread inside `no_grad` (or tracing for
+    `freeze`) does not stop another's recording. Indexed like the dict it replaces."""
+
+    def __init__(self) -> None:
+        self.grad, self.trace = True, None  # trace: the guard list while `freeze` traces
+
+    def __getitem__(self, key: str) -> Any:
+        return getattr(self, key)
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        setattr(self, key, value)
+
+
+_state = _State()
 _leaf_names: weakref.WeakValueDictionary = weakref.WeakValueDictionary()  # symbol name -> leaf
 _counter = itertools.count()
 
@@ -313,7 +329,7 @@ def _data(value: Any) -> np.ndarray:
         return value._value
     if isinstance(value, sym.Tensor):
         raise TypeError("a symbolic tensor has no value; use symgraph.static for those")
-    return np.asarray(value, dtype=np.float64)
+    return real_array(value, "a tensor's data")
 
 
 def _as(value: Any) -> Tensor:
