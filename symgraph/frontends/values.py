@@ -38,15 +38,15 @@ def real_array(value: Any, what: str) -> np.ndarray:
                 where = f" at index {index}" if array.ndim else ""
                 raise TypeError(f"{what} must be real numbers; got {_describe(item)}{where}")
         return array.astype(np.float64)
-    raise TypeError(f"{what} must be real numbers; got {_describe(value)}")
+    raise TypeError(f"{what} must be real numbers; got {_describe(value, kind)}")
 
 
-def _describe(value: Any) -> str:
+def _describe(value: Any, kind: str | None = None) -> str:
     if value is None:
         return "None"
     if isinstance(value, (str, bytes)):
         return f"the text {value!r} (convert it with float() if it is a number)"
-    kind = getattr(getattr(value, "dtype", None), "kind", None)
+    kind = kind or getattr(getattr(value, "dtype", None), "kind", None)
     if isinstance(value, complex) or kind == "c":
         return "complex numbers (symgraph computes with real float64; pass .real or split " \
                "real and imaginary parts into separate variables)"

@@ -262,13 +262,17 @@ _func("abs", np.abs, lambda x, out: x.call("sign"), py="abs({0})", np_="np.abs({
       latex=r"\left|{0}\right|", sympy_names=("Abs",), spellings=("abs", "Abs", "absolute"),
       smooth=False, vectorises=True, method=True)
 _func("sign", np.sign, lambda x, out: None, cost=1,
-      py="(1.0 if {0} > 0.0 else (-1.0 if {0} < 0.0 else {0}))", np_="np.sign({0})",
+      py="(1.0 if {0} > 0.0 else (-1.0 if {0} < 0.0 else {0} + 0.0))", # + 0.0: sign(-0.0) = 0.0
+      np_="np.sign({0})",
       latex=r"\operatorname{{sign}}\left({0}\right)", sympy_names=("sign",), smooth=False,
       vectorises=True)
-_func("floor", np.floor, lambda x, out: None, cost=1, py="float(math.floor({0}))",
+# math.floor and math.ceil return ints: copysign keeps NumPy's -0.0 (floor(-0.0), ceil(-0.5)).
+_func("floor", np.floor, lambda x, out: None, cost=1,
+      py="math.copysign(float(math.floor({0})), {0})",
       nb="np.floor({0})", np_="np.floor({0})", latex=r"\left\lfloor {0} \right\rfloor",
       sympy_names=("floor",), smooth=False, vectorises=True)
-_func("ceil", np.ceil, lambda x, out: None, cost=1, py="float(math.ceil({0}))", nb="np.ceil({0})",
+_func("ceil", np.ceil, lambda x, out: None, cost=1, py="math.copysign(float(math.ceil({0})), {0})",
+      nb="np.ceil({0})",
       np_="np.ceil({0})", latex=r"\left\lceil {0} \right\rceil", sympy_names=("ceiling",),
       spellings=("ceil", "ceiling"), smooth=False, vectorises=True)
 _func("relu", lambda x: np.maximum(x, 0.0), lambda x, out: x.call("gt", 0.0), cost=1,
