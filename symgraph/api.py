@@ -29,7 +29,7 @@ from .frontends.coerce import as_expression, as_symbols
 from .frontends.traced import compile_function
 from .frontends.values import real_array
 from .ir.node import Node
-from .ir.printer import to_latex
+from .ir.printer import to_latex, to_text
 from .lower.products import VALUE, VALUE_GRAD, VALUE_GRAD_HESS, VALUE_JAC, Product, products_for
 from .runtime import outputs
 from .runtime.build import build
@@ -104,6 +104,9 @@ class CompiledFunction:
         record = backend_named(backend)
         self.scalar = not isinstance(expr, (list, tuple))
         self.outputs = [as_expression(e) for e in ([expr] if self.scalar else expr)]
+        if not self.outputs:
+            raise ValueError("compile needs at least one expression; got an empty "
+                             f"{type(expr).__name__}")
         self.args = as_symbols(args, self.outputs)
         self.wrt = self.args if wrt is None else as_symbols(wrt, self.outputs)
         arguments = set(self.args)  # nodes are interned: a set of them is a set of identities
@@ -313,6 +316,15 @@ class CompiledFunction:
         what value+derivatives cost against the value alone."""
         return {p.name: p.cost if weighted else p.op_count for p in self.programs}
 
+    def __reduce__(self) -> tuple:
+        """Pickled as what rebuilds it: the expressions as text (which parses back to the same
+        nodes), the arguments' names and the options; the unpickling process compiles again
+        (from its cache when it has the expression)."""
+        texts = [to_text(o) for o in self.outputs]
+        return (_rebuild, (texts[0] if self.scalar else texts, [a.value for a in self.args],
+                           [w.value for w in self.wrt], self.backend, self.has_hessian,
+                           self.cache_dir, self.strategy))
+
     def __repr__(self) -> str:
         names = ", ".join(a.value for a in self.args)
         return f"<CompiledFunction ({names}) -> {self._m} output(s), {self.backend}: {self.path}>"
@@ -324,6 +336,12 @@ class CompiledFunction:
         from .pictures.draw import to_svg  # Graphviz is optional: None lets Jupyter fall back
 
         return to_svg(self.outputs)
+
+
+def _rebuild(expr: Any, args: list[str], wrt: list[str], backend: str, hessian: bool,
+             cache_dir: Any, strategy: str) -> CompiledFunction:
+    return CompiledFunction(expr, args, wrt=wrt, backend=backend, hessian=hessian,
+                            cache_dir=cache_dir, strategy=strategy)
 
 
 def compile(expr: Any, args: Any = None, *, wrt: Any = None, backend: str = "numba",

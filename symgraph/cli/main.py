@@ -289,7 +289,7 @@ def _fail(command: str | None, message: str, debug: bool) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv
-    command = None
+    command = args = None
     try:
         parser = build_parser()
         try:
@@ -320,7 +320,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             pass
         return 1
     except OSError as error:
-        _fail(command, f"{error.strerror or error}: {error.filename or ''}".rstrip(": "), debug)
+        name = error.filename or ""
+        if Path(str(name)).name.startswith(".tmp-"):  # write_atomically's temporary file:
+            name = getattr(args, "output", None) or name  # the user named the target
+        _fail(command, f"cannot write {name}: {error.strerror or error}" if name != (
+            error.filename or "") else f"{error.strerror or error}: {name}".rstrip(": "), debug)
         return 1
     except Exception as error:  # the one place that turns bugs into a message
         detail = f"{type(error).__name__}: {error}"

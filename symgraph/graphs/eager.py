@@ -256,8 +256,8 @@ class Tensor:
     def __le__(self, other): return _elementwise("le", self, other)
     def __gt__(self, other): return _elementwise("gt", self, other)
     def __ge__(self, other): return _elementwise("ge", self, other)
-    def __matmul__(self, other): return _op(np.matmul, sym.matmul, self, other)
-    def __rmatmul__(self, other): return _op(np.matmul, sym.matmul, other, self)
+    def __matmul__(self, other): return _op(_matmul, sym.matmul, self, other)
+    def __rmatmul__(self, other): return _op(_matmul, sym.matmul, other, self)
     # == stays identity (tensors are dict keys and list members); use .eq() elementwise.
     __eq__ = object.__eq__
     __hash__ = object.__hash__
@@ -336,6 +336,17 @@ def _as(value: Any) -> Tensor:
     return value if isinstance(value, Tensor) else Tensor(_data(value))
 
 
+def _matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """np.matmul of 1-d and 2-d values, with the symbolic matmul's message for shapes that do
+    not fit (not NumPy's gufunc signature text)."""
+    if not (1 <= a.ndim <= 2 and 1 <= b.ndim <= 2):
+        raise ShapeError(f"matmul takes 1-d or 2-d tensors, got shapes {a.shape} and {b.shape}")
+    if a.shape[-1] != b.shape[0]:
+        raise ShapeError(f"matmul shapes {a.shape} and {b.shape} do not match "
+                         f"({a.shape[-1]} != {b.shape[0]})")
+    return np.matmul(a, b)
+
+
 def _op(numeric: Callable[..., Any], build: Callable[..., sym.Tensor], *operands) -> Tensor:
     """The value now, with NumPy; the graph too if an operand is recorded (and recording is on)."""
     tensors = [_as(o) for o in operands]
@@ -343,6 +354,8 @@ def _op(numeric: Callable[..., Any], build: Callable[..., sym.Tensor], *operands
         try:
             # a copy, never a view: in-place updates must not reach other tensors' values
             value = np.array(numeric(*[t._value for t in tensors]), dtype=np.float64)
+        except ShapeError:
+            raise
         except ValueError as error:
             raise ShapeError(f"shapes {', '.join(str(t.shape) for t in tensors)}: "
                              f"{error}") from None

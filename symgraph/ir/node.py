@@ -257,9 +257,15 @@ def symbol(name: str) -> Node:
     return _intern("symbol", (), name)
 
 
-def symbols(names: str) -> tuple[Node, ...]:
-    """``symbols("x y")`` or ``symbols("x, y")`` gives a tuple of symbols."""
-    return tuple(symbol(n) for n in names.replace(",", " ").split())
+def symbols(names: str) -> Node | tuple[Node, ...]:
+    """``symbols("x y")`` or ``symbols("x, y")`` gives a tuple of symbols; one name gives the
+    symbol itself, as in SymPy (``symbols("x,")`` a 1-tuple)."""
+    if not isinstance(names, str):
+        raise TypeError(f"symbols takes a string of names, got {names!r}")
+    found = tuple(symbol(n) for n in names.replace(",", " ").split())
+    if len(found) == 1 and "," not in names:
+        return found[0]
+    return found
 
 
 def _as_node(value) -> Node:
