@@ -77,10 +77,10 @@ def mlp(_: object = None) -> Built:
     """Mean squared error of a 2-layer tanh network; the weights are the inputs."""
     inputs, hidden, _ = MLP_SHAPE
     data, targets = mlp_data()
-    w1 = [[symbols(f"w1_{i}_{j}")[0] for j in range(inputs)] for i in range(hidden)]
-    b1 = [symbols(f"b1_{i}")[0] for i in range(hidden)]
-    w2 = [symbols(f"w2_{i}")[0] for i in range(hidden)]
-    (b2,) = symbols("b2")
+    w1 = [[symbols(f"w1_{i}_{j}") for j in range(inputs)] for i in range(hidden)]
+    b1 = [symbols(f"b1_{i}") for i in range(hidden)]
+    w2 = [symbols(f"w2_{i}") for i in range(hidden)]
+    b2 = symbols("b2")
     loss = []
     for row, target in zip(data.tolist(), targets.tolist()):
         h = [F["tanh"](apply("add", *[w * d for w, d in zip(ws, row)], b)) for ws, b in zip(w1, b1)]

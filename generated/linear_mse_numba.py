@@ -26,7 +26,7 @@ from numba import njit
 
 from symgraph.backends.numba.runtime import fetch_add, load_acquire, straight_line
 
-# runtime 547b2d68a237cae7e9fdc9fd: Numba's cache of this file is of that runtime
+# runtime 33d46dc7ea22e5651d969be3: Numba's cache of this file is of that runtime
 
 
 def value_steps(_x, _out):

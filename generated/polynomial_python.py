@@ -27,7 +27,16 @@ def value_row(_x, _out):
         _out[0] = f
     except (ArithmeticError, ValueError):
         # math raised (division by zero, domain, overflow): use NumPy's rules.
-        value_batch(np.reshape(_x, (1, -1)), np.reshape(_out, (1, -1)))
+        value_point(_x, _out)
+
+
+def value_point(_x, _out):
+    with np.errstate(all="ignore"):
+        x = float(_x[0])
+        t0 = x * x
+        t1 = 2.0 * x
+        f = t0 + t1 + 1.0
+        _out[0] = f
 
 
 def value_batch(_X, _OUT):
@@ -50,7 +59,18 @@ def value_grad_row(_x, _out):
         _out[1] = df_dx
     except (ArithmeticError, ValueError):
         # math raised (division by zero, domain, overflow): use NumPy's rules.
-        value_grad_batch(np.reshape(_x, (1, -1)), np.reshape(_out, (1, -1)))
+        value_grad_point(_x, _out)
+
+
+def value_grad_point(_x, _out):
+    with np.errstate(all="ignore"):
+        x = float(_x[0])
+        t0 = x * x
+        t1 = 2.0 * x
+        f = t0 + t1 + 1.0
+        df_dx = t1 + 2.0
+        _out[0] = f
+        _out[1] = df_dx
 
 
 def value_grad_batch(_X, _OUT):
@@ -76,7 +96,19 @@ def value_grad_hess_row(_x, _out):
         _out[2] = 2.0
     except (ArithmeticError, ValueError):
         # math raised (division by zero, domain, overflow): use NumPy's rules.
-        value_grad_hess_batch(np.reshape(_x, (1, -1)), np.reshape(_out, (1, -1)))
+        value_grad_hess_point(_x, _out)
+
+
+def value_grad_hess_point(_x, _out):
+    with np.errstate(all="ignore"):
+        x = float(_x[0])
+        t0 = x * x
+        t1 = 2.0 * x
+        f = t0 + t1 + 1.0
+        df_dx = t1 + 2.0
+        _out[0] = f
+        _out[1] = df_dx
+        _out[2] = 2.0
 
 
 def value_grad_hess_batch(_X, _OUT):

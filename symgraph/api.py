@@ -27,11 +27,13 @@ from .backends.numba.cache import entry_point, resolve
 from .backends.registry import backend_named
 from .frontends.coerce import as_expression, as_symbols
 from .frontends.traced import compile_function
+from .frontends.values import real_array
 from .ir.node import Node
-from .ir.printer import to_latex
+from .ir.printer import to_latex, to_text
 from .lower.products import VALUE, VALUE_GRAD, VALUE_GRAD_HESS, VALUE_JAC, Product, products_for
 from .runtime import outputs
 from .runtime.build import build
+from .runtime.checked import checked_batch, checked_row
 
 _F64 = np.dtype(np.float64)
 _VALUE, _OUT, _VALUE_GRAD, _GRAD = range(4)  # what a bound call returns
@@ -80,7 +82,7 @@ def _columns(values: tuple, names: list[str]) -> np.ndarray:
     if len(values) != len(names):
         raise ValueError(f"expected {len(names)} value(s), one per variable {names}, got "
                          f"{len(values)}")
-    arrays = [np.asarray(v, dtype=np.float64) for v in values]
+    arrays = [real_array(v, f"the value of {n!r}") for v, n in zip(values, names)]
     try:
         arrays = np.broadcast_arrays(*arrays)
     except ValueError:
@@ -102,6 +104,9 @@ class CompiledFunction:
         record = backend_named(backend)
         self.scalar = not isinstance(expr, (list, tuple))
         self.outputs = [as_expression(e) for e in ([expr] if self.scalar else expr)]
+        if not self.outputs:
+            raise ValueError("compile needs at least one expression; got an empty "
+                             f"{type(expr).__name__}")
         self.args = as_symbols(args, self.outputs)
         self.wrt = self.args if wrt is None else as_symbols(wrt, self.outputs)
         arguments = set(self.args)  # nodes are interned: a set of them is a set of identities
@@ -147,10 +152,13 @@ class CompiledFunction:
         ``value_jac``, ``value_grad_hess``): ``row(x, out)`` for one point and
         ``batch(X, OUT)`` for rows of points, writing into arrays you allocate (float64,
         C-contiguous, not overlapping; `OUT` has a column per output). The batch runs on the
-        calling thread."""
+        calling thread. Both check their arguments' shapes (ValueError); ``.unchecked`` on
+        either is the kernel itself."""
         if name not in self._rows:
             raise KeyError(f"no program {name!r}; there are {sorted(self._rows)}")
-        return self._built.rows[name], self._built.batches[name]
+        n, m = self._n, next(len(p.outputs) for p in self.programs if p.name == name)
+        return (checked_row(self._built.rows[name], name, n, m),
+                checked_batch(self._built.batches[name], name, n, m))
 
     # -- points -----------------------------------------------------------------------------
     def _point(self, values: tuple, named: dict) -> np.ndarray:
@@ -167,8 +175,12 @@ class CompiledFunction:
             # One value (or array of values) per variable: the variables are the columns
             # of a batch, whatever the arrays' length (never rows read as points).
             point = _columns(values, [s.value for s in self.args])
-        else:
-            point = values[0] if len(values) == 1 and np.ndim(values[0]) > 0 else values
+        elif len(values) == 1 and np.ndim(values[0]) > 0:
+            point = real_array(values[0], "the point")
+        else:  # a number per variable (None, text or complex are refused, naming it)
+            names = [s.value for s in self.args] + ["?"] * len(values)
+            point = [real_array(v, f"the value of {n!r} (argument {i})")
+                     for i, (v, n) in enumerate(zip(values, names))]
         array = np.ascontiguousarray(point, dtype=np.float64)
         if not array.flags.aligned:  # the row kernel's entry point takes aligned arrays
             array = array.copy()
@@ -304,6 +316,15 @@ class CompiledFunction:
         what value+derivatives cost against the value alone."""
         return {p.name: p.cost if weighted else p.op_count for p in self.programs}
 
+    def __reduce__(self) -> tuple:
+        """Pickled as what rebuilds it: the expressions as text (which parses back to the same
+        nodes), the arguments' names and the options; the unpickling process compiles again
+        (from its cache when it has the expression)."""
+        texts = [to_text(o) for o in self.outputs]
+        return (_rebuild, (texts[0] if self.scalar else texts, [a.value for a in self.args],
+                           [w.value for w in self.wrt], self.backend, self.has_hessian,
+                           self.cache_dir, self.strategy))
+
     def __repr__(self) -> str:
         names = ", ".join(a.value for a in self.args)
         return f"<CompiledFunction ({names}) -> {self._m} output(s), {self.backend}: {self.path}>"
@@ -315,6 +336,12 @@ class CompiledFunction:
         from .pictures.draw import to_svg  # Graphviz is optional: None lets Jupyter fall back
 
         return to_svg(self.outputs)
+
+
+def _rebuild(expr: Any, args: list[str], wrt: list[str], backend: str, hessian: bool,
+             cache_dir: Any, strategy: str) -> CompiledFunction:
+    return CompiledFunction(expr, args, wrt=wrt, backend=backend, hessian=hessian,
+                            cache_dir=cache_dir, strategy=strategy)
 
 
 def compile(expr: Any, args: Any = None, *, wrt: Any = None, backend: str = "numba",

@@ -13,7 +13,7 @@ from symgraph.ir.node import Node, apply, symbols
 
 
 def polynomial():
-    (x,) = symbols("x")
+    x = symbols("x")
     return x**2 + 2 * x + 1, [x]
 
 
@@ -32,10 +32,10 @@ def rosenbrock(n: int = 10):
 
 def mlp(inputs: int = 3, hidden: int = 4, points: int = 5):
     rng = random.Random(2)
-    w1 = [[symbols(f"w1_{i}_{j}")[0] for j in range(inputs)] for i in range(hidden)]
-    b1 = [symbols(f"b1_{i}")[0] for i in range(hidden)]
-    w2 = [symbols(f"w2_{i}")[0] for i in range(hidden)]
-    (b2,) = symbols("b2")
+    w1 = [[symbols(f"w1_{i}_{j}") for j in range(inputs)] for i in range(hidden)]
+    b1 = [symbols(f"b1_{i}") for i in range(hidden)]
+    w2 = [symbols(f"w2_{i}") for i in range(hidden)]
+    b2 = symbols("b2")
     loss = []
     for _ in range(points):
         data = [rng.uniform(-1, 1) for _ in range(inputs)]
@@ -88,7 +88,7 @@ def log_sum_exp(n: int = 20):
 
 
 def product_chain(depth: int = 100):
-    (x,) = symbols("x")
+    x = symbols("x")
     u = x
     for _ in range(depth):
         u = 0.5 * u * F["sin"](u) + 0.5 * u  # |u| never grows: stays well conditioned

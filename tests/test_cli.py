@@ -242,7 +242,7 @@ def test_png_and_svg_pictures_through_graphviz(tmp_path, capsys):
     assert width > 0 and height > 0 and target.stat().st_size > 1000
     code, out, _ = run_main(capsys, "graph", SEED, "--format", "svg")
     assert code == 0 and "<svg" in out and "Multiply" in out
-    x, = symbols("x")
+    x = symbols("x")
     assert "<svg" in draw.to_svg(x**2 + 2 * x + 1)
     assert "<svg" in draw.to_svg([x**2, apply("sin", x)], grad=True)
 
@@ -253,14 +253,14 @@ def test_missing_graphviz_gives_an_install_hint_and_no_svg(capsys, monkeypatch):
     code, out, err = run_main(capsys, "graph", SEED, "--format", "svg")
     assert code == 1 and out == ""
     assert "apt-get install graphviz" in err and "brew install graphviz" in err
-    x, = symbols("x")
+    x = symbols("x")
     assert draw.to_svg(x + 1) is None
     code, out, _ = run_main(capsys, "graph", SEED, "--format", "dot")  # needs nothing
     assert code == 0 and out.startswith("digraph")
 
 
 def test_deep_graphs_draw_without_recursion():
-    x, = symbols("x")
+    x = symbols("x")
     deep = x
     for _ in range(20_000):
         deep = apply("sin", deep)

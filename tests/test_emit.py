@@ -84,7 +84,7 @@ def test_dead_nodes_are_dropped_and_shared_nodes_computed_once():
 
 
 def test_python_source_reads_like_the_math():
-    (x,) = sg.symbols("x")
+    x = sg.symbols("x")
     source = sg.compile(x**2 + 2 * x + 1, [x], backend="python").source
     assert "f = x**2 + 2*x + 1" in source
     assert "t0 = x * x" in source

@@ -67,7 +67,7 @@ def outputs_without_steps():
 
 CASES = {
     "outputs_without_steps": outputs_without_steps,
-    "identity": lambda: (sg.symbols("x")[0], list(sg.symbols("x"))),
+    "identity": lambda: (sg.symbols("x"), [sg.symbols("x")]),
     "constant": lambda: (const(2.5), []),
     "polynomial": corpus.polynomial,
     "linear_mse": lambda: corpus.linear_mse(6),
@@ -268,7 +268,7 @@ def test_each_vecmath_step_is_within_an_ulp_of_the_row_kernel(op, use_kernel):
     # Faithful rounding on both sides: equal or neighbours; nan, inf and signed zeros equal.
     # The lowering inlines vecmath's Python text: its numbers are those of the @njit functions.
     use_kernel(lane_kernel_lines)
-    (x,) = sg.symbols("x")
+    x = sg.symbols("x")
     module, _ = lane_module((apply(op, x), [x]), hessian=False)
     rng = np.random.default_rng(len(op))
     X = np.concatenate([rng.normal(0.0, 3.0, 3000), rng.uniform(-750.0, 750.0, 1000),

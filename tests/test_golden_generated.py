@@ -19,7 +19,7 @@ DIGEST = re.compile(r"^# runtime [0-9a-f]{24}:", re.MULTILINE)
 
 
 def polynomial(backend: str) -> sg.CompiledFunction:
-    (x,) = sg.symbols("x")
+    x = sg.symbols("x")
     return sg.compile(x**2 + 2 * x + 1, [x], hessian=True, backend=backend)
 
 
@@ -38,7 +38,7 @@ def logistic_loss(backend: str) -> sg.CompiledFunction:
 
 def normal_cdf(backend: str) -> sg.CompiledFunction:
     # NumPy has no erf: the Python module's batch kernels use its prelude's _erf.
-    (x,) = sg.symbols("x")
+    x = sg.symbols("x")
     return sg.compile(0.5 * (1 + sg.erf(x / sg.sqrt(2.0))), [x], backend=backend)
 
 

@@ -152,11 +152,27 @@ def hessian(f: Node, wrt: Sequence[Node] | None = None) -> list[list[Node]]:
     return rows
 
 
+MAX_ORDER = 1000  # beyond, even x**2*exp(x)'s derivatives take minutes and gigabytes
+
+
 def diff(f: Node, x: Node, n: int = 1) -> Node:
-    """The n-th derivative of `f` with respect to the symbol `x`."""
+    """The n-th derivative of `f` with respect to the symbol `x`.
+
+    Orders above one go forward (`jvp`, tangent 1): a forward sweep over an earlier
+    derivative rebuilds that derivative's own tangents as the same interned nodes, so the
+    n-th derivative has O(n) nodes per node of f for products (Leibniz's terms) instead of
+    the reverse sweep's factor per order (exp(x*y)*sin(x): 909 nodes at order 40, where
+    repeated gradients passed millions)."""
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise TypeError(f"the order of a derivative is an int, got {n!r}")
     if n < 0:
         raise ValueError("the order of a derivative cannot be negative")
+    if n > MAX_ORDER:
+        raise ValueError(f"derivatives of order above {MAX_ORDER} are refused (order {n} was "
+                         "asked): their expressions grow at least quadratically with the order")
     f, (x,) = as_expression(f), _check_variables([x])
+    if n == 1:
+        return grad(f, [x])[0]
     for _ in range(n):
-        f = grad(f, [x])[0]
+        f = jvp([f], [x], [1.0])[0]
     return f

@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
+import threading
 from pathlib import Path
 from types import ModuleType
 
@@ -48,16 +49,40 @@ def write_atomically(path: Path, data: str | bytes) -> None:
 
 def import_file(name: str, path: Path) -> ModuleType:
     """The module `name` from `path`: the one already imported from there, else imported now
-    (and registered in `sys.modules` only if its code ran to the end)."""
+    (and registered in `sys.modules` only if its code ran to the end). Under a lock: a module
+    is in `sys.modules` while its code runs, and another thread compiling the same expression
+    must not take it half made (``no attribute 'value_row'``)."""
     module = sys.modules.get(name)
-    if module is not None and getattr(module, "__file__", None) == str(path):
+    if module is not None and getattr(module, "__file__", None) == str(path) and (
+            name not in _importing):
         return module
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)
-    except BaseException:
-        del sys.modules[name]
-        raise
-    return module
+    with _import_lock:
+        module = sys.modules.get(name)
+        if module is not None and getattr(module, "__file__", None) == str(path):
+            return module
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        _importing.add(name)
+        try:
+            spec.loader.exec_module(module)
+        except BaseException:
+            del sys.modules[name]
+            raise
+        finally:
+            _importing.discard(name)
+        return module
+
+
+_import_lock = threading.RLock()  # re-entrant: a generated module's code may import another
+_importing: set[str] = set()  # names whose code is running (in sys.modules, not yet complete)
+
+
+def _unlock_in_child() -> None:  # a fork from another thread may have copied the lock held
+    global _import_lock
+    _import_lock = threading.RLock()
+    _importing.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_unlock_in_child)

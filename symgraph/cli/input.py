@@ -7,6 +7,7 @@ parse errors keep the parser's caret under the bad position.
 from __future__ import annotations
 
 import argparse
+import math
 import re
 import sys
 from collections.abc import Sequence
@@ -51,6 +52,13 @@ def _sources(args: argparse.Namespace) -> list[tuple[str, str]]:
             text = Path(args.file).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as error:
             raise UsageError(f"cannot read {args.file}: {error}") from None
+    text = text.removeprefix("\ufeff")  # a UTF-8 byte order mark (Windows editors write one)
+    binary = _BINARY.search(text)
+    if binary:
+        line = text.count("\n", 0, binary.start()) + 1
+        raise UsageError(f"{origin} is not text: it holds binary data (byte "
+                         f"{ascii(binary.group())} on line {line}); give expressions as UTF-8 "
+                         "text, one a line")
     lines = [(line, f" (line {number} of {origin})")
              for number, line in enumerate(text.splitlines(), 1)
              if line.strip() and not line.lstrip().startswith("#")]
@@ -99,6 +107,23 @@ def variables_of(args: argparse.Namespace, exprs: Sequence[Node]) -> list[str]:
     return wanted
 
 
+_INFINITE = {"inf", "infinity", "oo"}
+# NUL and other C0 controls but tab/newline/CR, and the surrogates undecodable bytes become
+_BINARY = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\udc80-\udcff]")
+
+
+def _number(raw: str) -> float | None:
+    """A float from --at's text: a literal, or a named constant with an optional sign
+    (``-pi``, ``+e``, ``-inf``); None if it is neither."""
+    sign, name = (-1.0, raw[1:]) if raw[:1] == "-" else (1.0, raw[1:] if raw[:1] == "+" else raw)
+    if name in CONSTANTS:
+        return sign * CONSTANTS[name]
+    try:
+        return float(raw)
+    except ValueError:
+        return None
+
+
 def parse_point(items: Sequence[str] | None, needed: Sequence[str]) -> dict[str, float]:
     """``--at x=3,y=2`` (or repeated --at): a value for exactly the expression's variables."""
     point: dict[str, float] = {}
@@ -108,10 +133,12 @@ def parse_point(items: Sequence[str] | None, needed: Sequence[str]) -> dict[str,
             raise UsageError(f"--at takes NAME=NUMBER pairs separated by commas, like "
                              f"--at x=3,y=2; cannot read {item.strip()!r}")
         name, raw = match.groups()
-        try:
-            value = CONSTANTS[raw] if raw in CONSTANTS else float(raw)  # pi, e, inf work too
-        except ValueError:
-            raise UsageError(f"--at {name}={raw}: {raw!r} is not a number") from None
+        value = _number(raw)
+        if value is None:
+            raise UsageError(f"--at {name}={raw}: {raw!r} is not a number")
+        if math.isinf(value) and raw.lstrip("+-").lower() not in _INFINITE:
+            raise UsageError(f"--at {name}={raw}: {raw!r} is beyond float64's range "
+                             f"(±{sys.float_info.max:.6g}); write inf or -inf for infinity")
         if name in point:
             raise UsageError(f"--at gives {name} twice")
         if name not in needed:

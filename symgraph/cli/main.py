@@ -15,6 +15,7 @@ import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from ..ad.differentiate import MAX_ORDER
 from ..backends.registry import BACKENDS
 from ..ir.evaluate import free_symbols
 from ..ir.node import symbol
@@ -198,6 +199,14 @@ def _positive(text: str) -> int:
     return value
 
 
+def _order(text: str) -> int:
+    value = _positive(text)
+    if value > MAX_ORDER:
+        raise argparse.ArgumentTypeError(f"at most {MAX_ORDER} (derivatives grow at least "
+                                         f"quadratically with the order), not {text!r}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     from ..version import __version__
 
@@ -233,7 +242,7 @@ def build_parser() -> argparse.ArgumentParser:
                               formatter_class=formatter, epilog=EPILOG)
 
     p = add("diff", "print derivatives as formulas", [common, wrt])
-    p.add_argument("--order", type=_positive, default=1, metavar="N",
+    p.add_argument("--order", type=_order, default=1, metavar="N",
                    help="the N-th derivative by each variable (default 1)")
     p.add_argument("--cse", action="store_true",
                    help="shared form: named temporaries for repeated subexpressions")
@@ -280,7 +289,7 @@ def _fail(command: str | None, message: str, debug: bool) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv
-    command = None
+    command = args = None
     try:
         parser = build_parser()
         try:
@@ -311,7 +320,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             pass
         return 1
     except OSError as error:
-        _fail(command, f"{error.strerror or error}: {error.filename or ''}".rstrip(": "), debug)
+        name = error.filename or ""
+        if Path(str(name)).name.startswith(".tmp-"):  # write_atomically's temporary file:
+            name = getattr(args, "output", None) or name  # the user named the target
+        _fail(command, f"cannot write {name}: {error.strerror or error}" if name != (
+            error.filename or "") else f"{error.strerror or error}: {name}".rstrip(": "), debug)
         return 1
     except Exception as error:  # the one place that turns bugs into a message
         detail = f"{type(error).__name__}: {error}"

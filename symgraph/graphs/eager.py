@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import threading
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -25,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from ..ad.differentiate import vjp
+from ..frontends.values import real_array
 from ..ir.evaluate import evaluate
 from ..ir.ops import OPS
 from . import tensor as sym
@@ -32,7 +34,21 @@ from .tensor import ShapeError
 
 __all__ = ["Tensor", "tensor", "no_grad", "SGD", "ShapeError"]
 
-_state = {"grad": True, "trace": None}  # trace: the guard list while `freeze` traces
+class _State(threading.local):
+    """Per thread, as PyTorch's grad mode is: one thread inside `no_grad` (or tracing for
+    `freeze`) does not stop another's recording. Indexed like the dict it replaces."""
+
+    def __init__(self) -> None:
+        self.grad, self.trace = True, None  # trace: the guard list while `freeze` traces
+
+    def __getitem__(self, key: str) -> Any:
+        return getattr(self, key)
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        setattr(self, key, value)
+
+
+_state = _State()
 _leaf_names: weakref.WeakValueDictionary = weakref.WeakValueDictionary()  # symbol name -> leaf
 _counter = itertools.count()
 
@@ -240,8 +256,8 @@ class Tensor:
     def __le__(self, other): return _elementwise("le", self, other)
     def __gt__(self, other): return _elementwise("gt", self, other)
     def __ge__(self, other): return _elementwise("ge", self, other)
-    def __matmul__(self, other): return _op(np.matmul, sym.matmul, self, other)
-    def __rmatmul__(self, other): return _op(np.matmul, sym.matmul, other, self)
+    def __matmul__(self, other): return _op(_matmul, sym.matmul, self, other)
+    def __rmatmul__(self, other): return _op(_matmul, sym.matmul, other, self)
     # == stays identity (tensors are dict keys and list members); use .eq() elementwise.
     __eq__ = object.__eq__
     __hash__ = object.__hash__
@@ -313,11 +329,22 @@ def _data(value: Any) -> np.ndarray:
         return value._value
     if isinstance(value, sym.Tensor):
         raise TypeError("a symbolic tensor has no value; use symgraph.static for those")
-    return np.asarray(value, dtype=np.float64)
+    return real_array(value, "a tensor's data")
 
 
 def _as(value: Any) -> Tensor:
     return value if isinstance(value, Tensor) else Tensor(_data(value))
+
+
+def _matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """np.matmul of 1-d and 2-d values, with the symbolic matmul's message for shapes that do
+    not fit (not NumPy's gufunc signature text)."""
+    if not (1 <= a.ndim <= 2 and 1 <= b.ndim <= 2):
+        raise ShapeError(f"matmul takes 1-d or 2-d tensors, got shapes {a.shape} and {b.shape}")
+    if a.shape[-1] != b.shape[0]:
+        raise ShapeError(f"matmul shapes {a.shape} and {b.shape} do not match "
+                         f"({a.shape[-1]} != {b.shape[0]})")
+    return np.matmul(a, b)
 
 
 def _op(numeric: Callable[..., Any], build: Callable[..., sym.Tensor], *operands) -> Tensor:
@@ -327,6 +354,8 @@ def _op(numeric: Callable[..., Any], build: Callable[..., sym.Tensor], *operands
         try:
             # a copy, never a view: in-place updates must not reach other tensors' values
             value = np.array(numeric(*[t._value for t in tensors]), dtype=np.float64)
+        except ShapeError:
+            raise
         except ValueError as error:
             raise ShapeError(f"shapes {', '.join(str(t.shape) for t in tensors)}: "
                              f"{error}") from None

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..api import CompiledFunction
 from ..api import compile as compile_kernel
+from ..frontends.values import real_array
 from ..ir.evaluate import free_symbols
 from ..ir.node import Node
 from .static_graph import (
@@ -111,7 +112,7 @@ class Session:
         """Set a variable's value in this session (TF's ``v.load(value, sess)``)."""
         if not isinstance(v, Variable) or v not in self.graph.variables:
             raise GraphError(f"{v!r} is not a variable of this session's graph")
-        array = np.array(value, dtype=np.float64)
+        array = np.array(real_array(value, f"the value assigned to {v.name!r}"))
         if array.shape != v.shape:
             raise GraphError(f"shape mismatch: variable {v.name!r} has shape {v.shape}, "
                              f"assigned a value of shape {array.shape}")
@@ -149,7 +150,7 @@ class Session:
             p = self._known.get(key if isinstance(key, str) else id(key))
             if p is None or (p is not key and not isinstance(key, str)):
                 raise GraphError(f"feed_dict key {key!r} is not a placeholder of this graph")
-            array = np.asarray(value, dtype=np.float64)
+            array = real_array(value, f"feed_dict[{p.name!r}]")
             if array.shape != p.shape:
                 raise GraphError(f"shape mismatch: placeholder {p.name!r} has shape {p.shape}, "
                                  f"fed a value of shape {array.shape}")

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from ..ad.differentiate import grad, vjp
+from ..frontends.values import real_array
 from ..ir.node import Node
 from ..ir.ops import OPS
 from . import tensor
@@ -52,7 +53,7 @@ class Variable(Tensor):
     def __init__(self, initial: Any, name: str | None = None, trainable: bool = True,
                  graph: Graph | None = None) -> None:
         graph = graph or get_default_graph()
-        value = np.array(initial, dtype=np.float64)
+        value = np.array(real_array(initial, "a Variable's initial value"))
         name = graph._claim(name, "Variable")
         super().__init__(symbolic(name, value.shape).nodes, "variable", name)
         self.initial = value

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from ..frontends.values import real_array
 from ..ir.node import Node, _as_node, apply, const, symbol
 from ..ir.numpy_arrays import SymbolicArray, array_function, array_ufunc
 from ..ir.ops import OPS, having
@@ -192,7 +193,7 @@ def symbolic(name: str, shape: ShapeLike = (), op: str = "input") -> Tensor:
 
 def constant(value: Any, name: str | None = None) -> Tensor:
     """A tensor of constant nodes holding the numbers of `value` (array-like, float64)."""
-    data = np.asarray(value, dtype=np.float64)
+    data = real_array(value, "a constant's value")
     return Tensor(_array((const(v) for v in data.flat), data.shape), "constant", name)
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import math
 import operator
+import os
 import threading
 import weakref
 from collections.abc import Sequence
@@ -176,6 +177,15 @@ _TABLES: dict[str, dict] = {}
 # "the" node of one structure (two symbols named x). Lookups of existing nodes take no lock;
 # reentrant, since a weak reference's callback (`_forget`) may run inside a locked section.
 _INTERN_LOCK = threading.RLock()
+
+
+def _unlock_in_child() -> None:  # a fork from another thread may have copied the lock held
+    global _INTERN_LOCK
+    _INTERN_LOCK = threading.RLock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_unlock_in_child)
 _HEADERS: dict[str, bytes] = {}  # op -> the start of an operation node's digest input
 _DIGEST_OF = operator.attrgetter("digest")
 _new_node = object.__new__
@@ -247,9 +257,15 @@ def symbol(name: str) -> Node:
     return _intern("symbol", (), name)
 
 
-def symbols(names: str) -> tuple[Node, ...]:
-    """``symbols("x y")`` or ``symbols("x, y")`` gives a tuple of symbols."""
-    return tuple(symbol(n) for n in names.replace(",", " ").split())
+def symbols(names: str) -> Node | tuple[Node, ...]:
+    """``symbols("x y")`` or ``symbols("x, y")`` gives a tuple of symbols; one name gives the
+    symbol itself, as in SymPy (``symbols("x,")`` a 1-tuple)."""
+    if not isinstance(names, str):
+        raise TypeError(f"symbols takes a string of names, got {names!r}")
+    found = tuple(symbol(n) for n in names.replace(",", " ").split())
+    if len(found) == 1 and "," not in names:
+        return found[0]
+    return found
 
 
 def _as_node(value) -> Node:
@@ -334,8 +350,10 @@ def _rule_add(args):
     if len(groups) < len(terms):  # like terms to collect
         terms = []
         for rest, (coefficient, originals) in groups.items():
-            if len(originals) == 1 or coefficient == 0.0:
-                terms.extend(originals)  # x - x stays: it is nan for infinite x
+            if len(originals) == 1:
+                terms.extend(originals)
+            elif coefficient == 0.0:  # x - x stays (nan for infinite x), as two terms however
+                terms.extend(originals if len(originals) == 2 else (rest, apply("neg", rest)))
             else:
                 terms.append(apply("mul", coefficient, rest))
     if numbers:

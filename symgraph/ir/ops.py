@@ -38,6 +38,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from .cuberoot import cbrt_array
+from .cuberoot import source as cuberoot_source
 from .opspec import (  # noqa: F401  (re-exported: `ops` is where stages look ops up)
     ALIASES,
     CALLS,
@@ -200,8 +202,11 @@ _op("where", 3, lambda c, a, b: np.where(c != 0, a, b),
 
 _func("sqrt", np.sqrt, lambda x, out: 0.5 / out, cost=4, latex=r"\sqrt{{{0}}}", domain=(0.1, 4.0),
       vectorises=True, method=True)
-_func("cbrt", np.cbrt, lambda x, out: 1.0 / (3.0 * out * out), py="float(np.cbrt({0}))",
-      nb="np.cbrt({0})", latex=r"\sqrt[3]{{{0}}}",
+# cbrt: libm's, NumPy's and Numba's differ (none is correctly rounded everywhere); every backend
+# computes symgraph's correctly rounded one (ir/cuberoot.py), written into Python modules.
+_func("cbrt", cbrt_array, lambda x, out: 1.0 / (3.0 * out * out), py="_cbrt({0})",
+      np_="_cbrt_np({0})", nb="vcbrt({0})", latex=r"\sqrt[3]{{{0}}}",
+      np_prelude=(cuberoot_source("_cbrt"), "_cbrt_np = np.vectorize(_cbrt, otypes=[float])"),
       sympy=lambda sp, x: sp.sign(x) * sp.Abs(x) ** sp.Rational(1, 3), domain=(0.1, 4.0))
 _func("exp", np.exp, lambda x, out: out, latex=r"e^{{{0}}}", lanes="vexp({0})",
       sympy_names=("exp",), method=True)
@@ -257,13 +262,17 @@ _func("abs", np.abs, lambda x, out: x.call("sign"), py="abs({0})", np_="np.abs({
       latex=r"\left|{0}\right|", sympy_names=("Abs",), spellings=("abs", "Abs", "absolute"),
       smooth=False, vectorises=True, method=True)
 _func("sign", np.sign, lambda x, out: None, cost=1,
-      py="(1.0 if {0} > 0.0 else (-1.0 if {0} < 0.0 else {0}))", np_="np.sign({0})",
+      py="(1.0 if {0} > 0.0 else (-1.0 if {0} < 0.0 else {0} + 0.0))", # + 0.0: sign(-0.0) = 0.0
+      np_="np.sign({0})",
       latex=r"\operatorname{{sign}}\left({0}\right)", sympy_names=("sign",), smooth=False,
       vectorises=True)
-_func("floor", np.floor, lambda x, out: None, cost=1, py="float(math.floor({0}))",
+# math.floor and math.ceil return ints: copysign keeps NumPy's -0.0 (floor(-0.0), ceil(-0.5)).
+_func("floor", np.floor, lambda x, out: None, cost=1,
+      py="math.copysign(float(math.floor({0})), {0})",
       nb="np.floor({0})", np_="np.floor({0})", latex=r"\left\lfloor {0} \right\rfloor",
       sympy_names=("floor",), smooth=False, vectorises=True)
-_func("ceil", np.ceil, lambda x, out: None, cost=1, py="float(math.ceil({0}))", nb="np.ceil({0})",
+_func("ceil", np.ceil, lambda x, out: None, cost=1, py="math.copysign(float(math.ceil({0})), {0})",
+      nb="np.ceil({0})",
       np_="np.ceil({0})", latex=r"\left\lceil {0} \right\rceil", sympy_names=("ceiling",),
       spellings=("ceil", "ceiling"), smooth=False, vectorises=True)
 _func("relu", lambda x: np.maximum(x, 0.0), lambda x, out: x.call("gt", 0.0), cost=1,
@@ -310,7 +319,10 @@ def _hypot_partials(a, out):
 
 
 _op("hypot", 2, np.hypot, _hypot_partials,
-    "math.hypot({0}, {1})", "np.hypot({0}, {1})", cost=TRANSCENDENTAL,
+    # Python's math.hypot is its own algorithm, not libm's (NumPy's and Numba's): one point
+    # uses NumPy's too, so rows, batches and backends agree bit for bit.
+    "float(np.hypot({0}, {1}))", "np.hypot({0}, {1})", nb="math.hypot({0}, {1})",
+    cost=TRANSCENDENTAL,
     latex=r"\sqrt{{{0}^2 + {1}^2}}", sympy=lambda sp, a, b: sp.sqrt(a**2 + b**2),
     smooth=False)  # a kink at the origin
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
 import queue
 import threading
 from collections.abc import Callable
@@ -32,6 +33,20 @@ WAIT_S = 0.002  # how long the caller sleeps at a time for a worker's last chunk
 
 _workers: list[queue.SimpleQueue] = []  # each worker thread's inbox
 _workers_lock = threading.Lock()
+
+
+def _forget_workers() -> None:
+    """In a forked child: the parent's worker threads do not exist there (fork copies only
+    the calling thread), so their inboxes would take parts nobody runs (a batch waiting
+    forever) or tasks nobody frees (the arrays they hold, every batch). The child starts its
+    own workers on first need; the lock may have been held by a thread that is gone."""
+    global _workers_lock
+    _workers.clear()
+    _workers_lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=_forget_workers)
 
 
 def _serve(inbox: queue.SimpleQueue) -> None:

@@ -13,6 +13,7 @@ view of it) holds a `_Lease`, whose release, when the last reference goes, hands
 from __future__ import annotations
 
 import math
+import os
 import threading
 
 import numpy as np
@@ -25,6 +26,15 @@ MAX_IDLE_BYTES = 512 << 20  # kept for reuse at most; a bigger block is never ke
 
 _idle: list[np.ndarray] = []  # blocks (uint8) no result refers to, most recently freed last
 _lock = threading.RLock()  # re-entrant: a lease may be freed by a collection inside it
+
+
+def _unlock_in_child() -> None:  # a fork from another thread may have copied _lock held
+    global _lock
+    _lock = threading.RLock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_unlock_in_child)
 
 
 class _Lease:

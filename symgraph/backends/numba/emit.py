@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ...ir.cuberoot import source as cuberoot_source
 from ...lower.schedule import Program
 from ..common import INDENT, module_header, output_lines, step_lines
 from .batch import JIT, JIT_BATCH, batch_kernel_lines, vecmath_calls
@@ -62,7 +63,10 @@ def emit_numba(programs: Sequence[Program], title: str, description: Sequence[st
     code = "\n".join(line for b in batches for line in b)
     used = sorted(name for name in ("fetch_add", "lane_loops", "load_acquire")
                   if f"{name}(" in code) + ["straight_line"]
-    vector = sorted(vecmath_calls(code))  # lane code's vecmath functions (inlined, not called)
+    steps = [_steps_function(p) for p in programs]
+    # vecmath functions the lane code and the steps call (inlined, not called; plain Numba,
+    # the runtime's fallback, calls them)
+    vector = sorted(vecmath_calls("\n".join([code, *(line for s in steps for line in s)])))
     lines = module_header(title, description, programs, input_labels, version,
                           ["import math", "", "import numpy as np", "from numba import njit", "",
                            f"from {RUNTIME} import {', '.join(used)}",
@@ -70,8 +74,8 @@ def emit_numba(programs: Sequence[Program], title: str, description: Sequence[st
                            "", f"# runtime {runtime_digest()}: Numba's cache of this file is of "
                            "that runtime"],
                           needs="NumPy, Numba and symgraph's Numba runtime", how=HOW)
-    for p, batch in zip(programs, batches):
-        lines += ["", "", *_steps_function(p), "", "", *_row_kernel(p), "", "", *batch]
+    for p, batch, s in zip(programs, batches, steps):
+        lines += ["", "", *s, "", "", *_row_kernel(p), "", "", *batch]
     return "\n".join(lines) + "\n"
 
 
@@ -82,6 +86,8 @@ def emit_numba_standalone(programs: Sequence[Program], title: str, description: 
                           ["import math", "", "import numpy as np", "from numba import njit"],
                           needs="only the standard library, NumPy and Numba's njit",
                           how=STANDALONE_HOW)
+    if any(s.op == "cbrt" for p in programs for s in p.steps):  # symgraph's cube root, as is
+        lines += ["", "", JIT, cuberoot_source("vcbrt")]
     for p in programs:
         n, m = len(p.inputs), len(p.outputs)
         lines += ["", "", JIT, *_steps_function(p, "row"), "", "",

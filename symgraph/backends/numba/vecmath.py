@@ -31,6 +31,7 @@ import math
 
 from numba import njit
 
+from ...ir.cuberoot import cbrt as _cbrt
 from .runtime.bits import _bits, _float, _where  # the adapter's (Numba internals)
 
 # Adding 1.5 * 2**52 rounds |y| < 2**51 to an integer held in the low bits of the sum: avoids
@@ -379,5 +380,8 @@ def vcos_array(x, out):
             out[j] = math.cos(x[j])
 
 
-PUBLIC = ("vexp", "vlog", "vexpm1", "vtanh", "verf", "vlog1p", "vsin", "vcos", "vsincos",
+# cbrt, correctly rounded: the Python backend's function (its source is inlined like the others')
+vcbrt = njit(error_model="numpy", forceinline=True)(_cbrt)
+
+PUBLIC = ("vcbrt", "vexp", "vlog", "vexpm1", "vtanh", "verf", "vlog1p", "vsin", "vcos", "vsincos",
           "vsin_array", "vcos_array")

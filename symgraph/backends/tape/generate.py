@@ -121,6 +121,8 @@ def interpreter_source(instructions: InstructionSet, vecmath_names: Iterable[str
 def _imports(instructions: InstructionSet, vecmath_names: Iterable[str]) -> str:
     available = set(vecmath_names)
     used = set(_SINCOS_NAMES)
+    for scalar in instructions.scalar:  # `apply`'s templates may call vecmath too (vcbrt)
+        used |= calls(scalar, available)
     for form in instructions.vector.values():
         used |= calls(form.loop, available)
         if form.limit:

@@ -147,6 +147,8 @@ def compile_steps(context, builder, pointer, impls):
         if isinstance(node, ast.Compare) and len(node.ops) == 1:
             operands = [evaluate(node.left, env), evaluate(node.comparators[0], env)]
             return call(_COMPARE[type(node.ops[0])], operands)
+        if isinstance(node, ast.BoolOp):  # of comparisons (vcbrt's): a bool, no branch
+            return condition(node, env), types.boolean
         if isinstance(node, ast.IfExp):  # both sides are pure: select between them
             test = condition(node.test, env)
             return builder.select(test, number(node.body, env), number(node.orelse, env)), f64
