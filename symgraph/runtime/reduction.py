@@ -120,7 +120,12 @@ class ReducedFunction:
 
     def __init__(self, expr: Any, args: Any, data: Sequence[Any], *, reduce: str | None = "sum",
                  wrt: Any = None, backend: str = "numba", hessian: bool = False,
-                 cache_dir: str | os.PathLike | None = None) -> None:
+                 cache_dir: str | os.PathLike | None = None, dtype: Any = np.float64) -> None:
+        self.dtype = np.dtype(dtype)
+        if self.dtype not in (np.float64, np.float32) or (
+                self.dtype == np.float32 and backend != "python"):
+            raise ValueError("dtype is float64, or float32 with the Python backend (NumPy's "
+                             f"float32 operations, step by step), got {dtype!r} with {backend!r}")
         if reduce not in REDUCTIONS:
             raise ValueError(f"reduce must be one of {REDUCTIONS}, got {reduce!r}")
         if backend not in REDUCE_EMITTERS:
@@ -172,7 +177,7 @@ class ReducedFunction:
     def prepare(self, params: Any, data: Sequence[Any]) -> tuple[np.ndarray, list[np.ndarray]]:
         """The parameter vector and each data array as (N, columns) float64, C order (views
         where the arrays allow)."""
-        p = np.ascontiguousarray(params, dtype=np.float64).reshape(-1)
+        p = np.ascontiguousarray(params, dtype=self.dtype).reshape(-1)
         if p.size != len(self.args):
             raise ValueError(f"expected {len(self.args)} parameter value(s) for "
                              f"{[s.value for s in self.args]}, got {p.size}")
@@ -180,7 +185,7 @@ class ReducedFunction:
             raise ValueError(f"expected {self.layout.n_data} data array(s), got {len(data)}")
         arrays, rows = [], None
         for g, (value, shape) in enumerate(zip(data, self.row_shapes)):
-            a = np.asarray(value, dtype=np.float64)
+            a = np.asarray(value, dtype=self.dtype)
             if a.shape[1:] != shape or a.ndim != len(shape) + 1:
                 raise ValueError(f"data array {g} must have shape (N, {', '.join(map(str, shape))})"
                                  .replace(", )", ")") + f" (one row per data row), got {a.shape}")
@@ -255,7 +260,8 @@ class ReducedFunction:
             if self._hessian_function is None:  # built on first use, then kept
                 self._hessian_function = ReducedFunction(
                     self.outputs[0], self.args, self._data_spec, reduce=self.reduce,
-                    wrt=self.wrt, backend=self.backend, hessian=True, cache_dir=self.cache_dir)
+                    wrt=self.wrt, backend=self.backend, hessian=True, cache_dir=self.cache_dir,
+                    dtype=self.dtype)
             return self._hessian_function.hessian(params, *data)
         out = self._reduced(VALUE_GRAD_HESS, params, data)
         return out[..., 1 + self._k:].reshape(out.shape[:-1] + (self._k, self._k))
