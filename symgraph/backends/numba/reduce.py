@@ -6,11 +6,11 @@ C-contiguous float64 array per data group (rows by columns), ``_ACC`` of shape (
 and a range of chunks; chunk c is rows ``[c * ROWS_PER_CHUNK, (c + 1) * ROWS_PER_CHUNK)``, and
 ``_ACC[c]`` gets its sums. Threads take ranges of whole chunks (runtime.reduction: the kernels
 release the GIL; Numba's ``parallel=True`` prange cost 4x the compile time, 1.2 s -> 5 s, for
-the same loop). Within a chunk, `LANES` interleaved rows keep independent accumulators (the
-adds of one chain cannot overlap, those of four can), summed in a fixed order at the chunk's
-end. The partition depends on the number of rows only, and runtime.reduction combines the
-chunks' sums pairwise: the same bits whatever the number of threads. ``NAME_rows(_p, _d0, ...,
-_OUT)`` writes each row's slots instead (per-row outputs; threads take slices of rows).
+the same loop). Within a chunk, `LANES` interleaved rows may keep independent accumulators
+(summed in a fixed order at the chunk's end; one lane now, see LANES). The partition depends
+on the number of rows only, and runtime.reduction combines the chunks' sums pairwise: the
+same bits whatever the number of threads. ``NAME_rows(_p, _d0, ..., _OUT)`` writes
+each row's slots instead (per-row outputs; threads take slices of rows).
 No fastmath: IEEE semantics, as in the other kernels.
 """
 
@@ -23,7 +23,11 @@ from ...lower.schedule import Program
 from ..common import INDENT, operand_text, step_lines
 
 ROWS_PER_CHUNK = 4096  # ~20-100 us of work a chunk: threads share a batch evenly
-LANES = 4
+# Interleaved rows a chunk runs side by side. Measured on the text's model at 10^6 rows (2-core
+# VM): 1 lane 1.9 ms a pass, 2 lanes 2.6, 4 lanes 2.5 (memory-bound: the adds' latency hides
+# behind the loads), while each lane adds a copy of the steps to compile (4 lanes: 3x the
+# compile time). So one, until a compute-bound row program shows a gain.
+LANES = 1
 MAX_LANE_STEPS = 300  # bigger row programs run one row at a time (code size, compile time)
 JIT_NOGIL = '@njit(cache=True, error_model="numpy", nogil=True)'
 
