@@ -20,11 +20,14 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ..ad.differentiate import vjp
 from ..ir.evaluate import free_symbols
 from ..ir.node import Node, apply, const, symbol
 from ..ir.traversal import topological_order
+from . import tensor
+from .tensor import ShapeError, Tensor, stack_nodes
 
 ROWS = symbol("_batch_rows")  # the number of fed rows (the session feeds it)
 
@@ -165,3 +168,31 @@ def gradients(outputs: Sequence[Node], batched: Sequence[bool], wrt: Sequence[No
 def depends_on_rows(nodes: Sequence[Node]) -> bool:
     """Whether any of `nodes` reads a row symbol directly (a row expression)."""
     return any(n.op == "symbol" and n in _row_symbols for n in topological_order(list(nodes)))
+
+
+def reduce_tensor(t: Tensor, axis: Any, kind: str) -> Tensor:
+    """TF's reduce_sum/mean (`axis`: None, an int or a list; torch's `dim` alike); over a
+    batched tensor's rows, reduction symbols (`reduce_rows`)."""
+    within = tensor.reduce_mean if kind == "mean" else tensor.reduce_sum
+    if not t.batched:
+        if isinstance(axis, (list, tuple)):
+            for k in sorted((a % t.ndim for a in axis), reverse=True):
+                t = within(t, k)
+            return t
+        return within(t, axis)
+    rank = t.ndim + 1  # the full shape: (None, *row)
+    axes = list(range(rank)) if axis is None else list(axis) if isinstance(
+        axis, (list, tuple)) else [axis]
+    if any(not -rank <= a < rank for a in axes):
+        raise ShapeError(f"axis {axis} is out of range for a tensor of shape "
+                         f"{(None, *t.shape)}")
+    axes = sorted({a % rank for a in axes})
+    row = Tensor(t.nodes, t.op, t.name)
+    for k in reversed([a - 1 for a in axes if a > 0]):  # within each row first
+        row = within(row, k)
+    if 0 not in axes:
+        row.batched = True
+        return row
+    # Over the rows: one reduction symbol per element left.
+    return stack_nodes([reduce_rows(n, kind) for n in row.nodes.flat], row.shape,
+                       f"reduce_{kind}")

@@ -24,7 +24,7 @@ import numpy as np
 
 from ..ir.node import Node
 from ..ir.ops import OPS
-from . import batch, tensor
+from . import batch
 from .dtypes import as_dtype
 from .tensor import ShapeError, Tensor, as_tensor, function_of, stack_nodes, symbolic
 
@@ -169,38 +169,11 @@ def matmul(a: Any, b: Any, name: str | None = None) -> Tensor:
 
 
 def reduce_mean(a: Any, axis: Any = None, name: str | None = None) -> Tensor:
-    return _named(_reduce(as_tensor(a), axis, "mean"), name)
+    return _named(batch.reduce_tensor(as_tensor(a), axis, "mean"), name)
 
 
 def reduce_sum(a: Any, axis: Any = None, name: str | None = None) -> Tensor:
-    return _named(_reduce(as_tensor(a), axis, "sum"), name)
-
-
-def _reduce(t: Tensor, axis: Any, kind: str) -> Tensor:
-    """TF's reduce_sum/mean; over a batched tensor's rows, a loop (graphs.batch)."""
-    within = tensor.reduce_mean if kind == "mean" else tensor.reduce_sum
-    if not t.batched:
-        if isinstance(axis, (list, tuple)):
-            for k in sorted((a % t.ndim for a in axis), reverse=True):
-                t = within(t, k)
-            return t
-        return within(t, axis)
-    rank = t.ndim + 1  # the full shape: (None, *row)
-    axes = list(range(rank)) if axis is None else list(axis) if isinstance(
-        axis, (list, tuple)) else [axis]
-    if any(not -rank <= a < rank for a in axes):
-        raise ShapeError(f"axis {axis} is out of range for a tensor of shape "
-                         f"{(None, *t.shape)}")
-    axes = sorted({a % rank for a in axes})
-    row = Tensor(t.nodes, t.op, t.name)
-    for k in reversed([a - 1 for a in axes if a > 0]):  # within each row first
-        row = within(row, k)
-    if 0 not in axes:
-        row.batched = True
-        return row
-    # Over the rows: one reduction symbol per element left.
-    return stack_nodes([batch.reduce_rows(n, kind) for n in row.nodes.flat], row.shape,
-                       f"reduce_{kind}")
+    return _named(batch.reduce_tensor(as_tensor(a), axis, "sum"), name)
 
 
 def _named(t: Tensor, name: str | None) -> Tensor:
