@@ -3,7 +3,7 @@
 Tensors that do not require grad enter the record as *data symbols*, not constants, so the
 recorded graph's structure does not depend on the data's values: a training loop records the
 same structure at every step (Python numbers stay constants, as ``torch.compile`` specialises
-on them). A data tensor of at least `BATCH_ROWS` rows is a batch: its first axis is the batch
+on them). A data tensor of at least `BATCH_ROWS` (32) rows is a batch: its first axis is the batch
 axis, recorded as one row of symbols (graphs.batch), and reductions over it (``.mean()``,
 ``.sum()``) are reduction symbols computed by a loop over the rows.
 
@@ -33,7 +33,7 @@ from ..runtime.reduction import ReducedFunction
 from . import batch
 from . import tensor as sym
 
-BATCH_ROWS = 1024  # a data tensor with this many rows or more is a batch (a loop over rows)
+BATCH_ROWS = 32  # a data tensor with this many rows or more is a batch (a loop over rows)
 BACKEND = {"name": "numba"}  # the passes over rows; `set_backend` changes it
 _counter = itertools.count()
 _plans: dict[str, _Plan] = {}
