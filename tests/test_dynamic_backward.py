@@ -33,8 +33,8 @@ def _mlp_grads(xs, ys, rows_threshold, monkeypatch):
 
 
 def test_batched_mlp_gradients_equal_the_unrolled_records(monkeypatch):
-    xs, ys = RNG.normal(size=(40, 2)), RNG.normal(size=(40, 1))
-    rows = _mlp_grads(xs, ys, 8, monkeypatch)  # 40 rows >= 8: a batch (a loop)
+    xs, ys = RNG.normal(size=(20, 2)), RNG.normal(size=(20, 1))
+    rows = _mlp_grads(xs, ys, 8, monkeypatch)  # 20 rows >= 8: a batch (a loop)
     unrolled = _mlp_grads(xs, ys, 10**9, monkeypatch)  # never a batch: one symbol per value
     assert rows[0] == pytest.approx(unrolled[0], rel=1e-14)
     for a, b in zip(rows[1], unrolled[1]):

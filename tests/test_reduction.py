@@ -15,7 +15,7 @@ W, b, c, x, y = sg.symbols("W b c x y")
 u = [sg.symbol("u0"), sg.symbol("u1")]  # a data row of two columns
 ROW = sg.tanh(W * x + b) * y + sg.exp(c * u[0]) - (W * u[1] - y) ** 2 / (1 + c**2)
 PARAMS = np.array([0.7, -0.3, 0.2])
-N = 37
+N = 21
 
 
 @pytest.fixture(scope="module")
