@@ -34,6 +34,7 @@ from .lower.products import VALUE, VALUE_GRAD, VALUE_GRAD_HESS, VALUE_JAC, Produ
 from .runtime import outputs
 from .runtime.build import build
 from .runtime.checked import checked_batch, checked_row
+from .runtime.reduction import compile_reduced
 
 _F64 = np.dtype(np.float64)
 _VALUE, _OUT, _VALUE_GRAD, _GRAD = range(4)  # what a bound call returns
@@ -346,7 +347,8 @@ def _rebuild(expr: Any, args: list[str], wrt: list[str], backend: str, hessian: 
 
 def compile(expr: Any, args: Any = None, *, wrt: Any = None, backend: str = "numba",
             hessian: bool = False, cache_dir: str | os.PathLike | None = None,
-            strategy: str = "auto", example: Any = None) -> CompiledFunction:
+            strategy: str = "auto", example: Any = None, data: Any = None,
+            reduce: str | None = "sum") -> Any:
     """Compile `expr` (a Node, text, SymPy expression, or a list of them), or a Python
     function traced on symbols (array parameters' shapes by `example`: frontends/traced.py).
 
@@ -355,7 +357,15 @@ def compile(expr: Any, args: Any = None, *, wrt: Any = None, backend: str = "num
     its data stay plain inputs. With the Numba backend, `strategy` picks straight-line kernels
     ("straight") or the instruction tape run by one cached interpreter ("tape", whose compile
     time does not grow with the expression); "auto" takes the tape for very large programs.
+
+    With `data` (the symbols of one row of each data array), `expr` is written for one row and
+    the result is a `runtime.reduction.ReducedFunction`: ``fn(params, *arrays)`` reduces it over
+    the rows (`reduce`: "sum", "mean", or None for every row) in one pass, with derivatives
+    w.r.t. `args` (the parameters); the batch axis is a loop, not unrolled.
     """
+    if data is not None:
+        return compile_reduced(expr, args, data, reduce=reduce, wrt=wrt, backend=backend,
+                               hessian=hessian, cache_dir=cache_dir)
     if callable(expr) and not isinstance(expr, Node):  # a Python function: trace it
         return compile_function(CompiledFunction, expr, args, example=example, wrt=wrt,
                                 backend=backend, hessian=hessian, cache_dir=cache_dir,

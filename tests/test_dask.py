@@ -81,3 +81,28 @@ def test_kind_errors():
         map_dask(fn, dX, "laplacian")
     with pytest.raises(ValueError, match="rows of shape"):
         map_dask(fn, da.zeros((4, 3), chunks=2), "value")
+
+
+@pytest.mark.parametrize("backend", ["python", "numba"])
+def test_reduction_over_rows_from_dask_chunks_equals_the_in_memory_one(client, backend):
+    # A function reduced over rows (compile(..., data=...)): each chunk's sums come from a
+    # worker; the chunks are combined pairwise. The in-memory call is the oracle, to rounding
+    # (Dask's chunks are not the kernel's chunks: the order of the sums differs).
+    W, b, x, t = sg.symbols("W b x t")
+    fn = sg.compile(sg.tanh(W * x + b) - t * b**2, [W, b], data=[x, t], reduce="mean",
+                    hessian=True, backend=backend)
+    rng = np.random.default_rng(7)
+    xs, ts = rng.normal(size=5000), rng.normal(size=5000)
+    dx, dt = da.from_array(xs, chunks=1100), da.from_array(ts, chunks=700)  # unaligned
+    params = [0.8, -0.4]
+    value, gradient = map_dask(fn, [dx, dt], "value_and_grad", params=params).compute()
+    expected = fn.value_and_grad(params, xs, ts)
+    np.testing.assert_allclose(value, expected[0], rtol=1e-13)
+    np.testing.assert_allclose(gradient, expected[1], rtol=1e-13)
+    np.testing.assert_allclose(map_dask(fn, [dx, dt], "hessian", params=params).compute(),
+                               fn.hessian(params, xs, ts), rtol=1e-12, atol=1e-15)
+    _both_workers_loaded(client, kernel_of(fn).key)
+    rows = sg.compile(sg.tanh(W * x + b) - t * b**2, [W, b], data=[x, t], reduce=None,
+                      backend="python")
+    np.testing.assert_array_equal(map_dask(rows, [dx, dt], "grad", params=params).compute(),
+                                  rows.grad(params, xs, ts))

@@ -25,10 +25,9 @@ from typing import Any
 
 import numpy as np
 
-from ..ad.differentiate import vjp
 from ..frontends.values import real_array
-from ..ir.evaluate import evaluate
 from ..ir.ops import OPS
+from . import batch, eager_backward
 from . import tensor as sym
 from .tensor import ShapeError
 
@@ -77,7 +76,7 @@ class Tensor:
     """An eager value (float64 ndarray), and its recorded graph if it requires grad."""
 
     __slots__ = ("_value", "_graph", "_leaves", "_version", "requires_grad", "_grad", "name",
-                 "__weakref__")
+                 "_data_graph", "__weakref__")
     __array_ufunc__ = None  # ndarray <op> Tensor defers to Tensor's reflected operators
 
     def __init__(self, value: np.ndarray, graph: sym.Tensor | None = None,
@@ -89,6 +88,7 @@ class Tensor:
         self.requires_grad = graph is not None
         self._grad: Tensor | None = None
         self.name = name
+        self._data_graph: sym.Tensor | None = None  # its symbols as data (eager_backward)
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
         """Make this tensor a leaf whose gradient `backward` fills (or stop that)."""
@@ -209,16 +209,11 @@ class Tensor:
         if stale:
             raise RuntimeError(f"{', '.join(stale)} changed in place after this result was "
                                "computed from it; compute the result again, then backward()")
-        leaves = [leaf for leaf, _ in self._leaves if leaf.requires_grad]
-        wrt = [n for leaf in leaves for n in leaf._graph.flat_nodes()]
-        derivatives = vjp(self._graph.flat_nodes(), seed.ravel().tolist(), wrt)
-        env = {n: v for leaf, _ in self._leaves
-               for n, v in zip(leaf._graph.flat_nodes(), leaf._value.ravel())}
-        values = np.array(evaluate(derivatives, env), dtype=np.float64) if wrt else []
-        start = 0
-        for leaf in leaves:
-            g = values[start:start + leaf.size].reshape(leaf.shape)
-            start += leaf.size
+        leaves = [t for t, _ in self._leaves if t.requires_grad and t._graph is not None]
+        inputs = [t for t, _ in self._leaves if t._data_graph is not None and t._graph is None]
+        grads = eager_backward.backward(self._graph.flat_nodes(), self._graph.batched,
+                                        None if gradient is None else seed, leaves, inputs)
+        for leaf, g in zip(leaves, grads):
             leaf._grad = Tensor(g if leaf._grad is None else leaf._grad._value + g)
 
     def detach(self) -> Tensor:
@@ -269,10 +264,12 @@ class Tensor:
     # t.exp(), t.abs(), ...: one method per op with the table's `method` trait (see below)
 
     def sum(self, dim: int | None = None) -> Tensor:
-        return _op(lambda v: np.sum(v, axis=dim), lambda g: sym.reduce_sum(g, dim), self)
+        return _op(lambda v: np.sum(v, axis=dim), lambda g: batch.reduce_tensor(g, dim, "sum"),
+                   self)
 
     def mean(self, dim: int | None = None) -> Tensor:
-        return _op(lambda v: np.mean(v, axis=dim), lambda g: sym.reduce_mean(g, dim), self)
+        return _op(lambda v: np.mean(v, axis=dim),
+                   lambda g: batch.reduce_tensor(g, dim, "mean"), self)
 
     def reshape(self, *shape) -> Tensor:
         return _op(lambda v: v.reshape(*shape), lambda g: g.reshape(*shape), self)
@@ -349,6 +346,7 @@ def _matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def _op(numeric: Callable[..., Any], build: Callable[..., sym.Tensor], *operands) -> Tensor:
     """The value now, with NumPy; the graph too if an operand is recorded (and recording is on)."""
+    numbers = [not isinstance(o, Tensor) for o in operands]  # Python numbers: constants
     tensors = [_as(o) for o in operands]
     with np.errstate(all="ignore"):
         try:
@@ -362,14 +360,25 @@ def _op(numeric: Callable[..., Any], build: Callable[..., sym.Tensor], *operands
     recording = _state["grad"] or _state["trace"] is not None
     if not recording or all(t._graph is None for t in tensors):
         return Tensor(value)
-    graphs = [t._graph if t._graph is not None else sym.constant(t._value, t.name)
-              for t in tensors]
+    tracing = _state["trace"] is not None  # freeze: plain tensors are constants of the trace
+    graphs = [t._graph if t._graph is not None else
+              sym.constant(t._value, t.name) if number or tracing else _data_of(t)
+              for t, number in zip(tensors, numbers)]
     leaves: dict[int, tuple[Tensor, int]] = {}
-    for t in tensors:
-        pairs = ((t, t._version),) if t._graph is not None and t.is_leaf else t._leaves
+    for t, number in zip(tensors, numbers):
+        if t._graph is None and not number and not tracing:
+            pairs = ((t, t._version),)  # a data tensor: backward reads its values
+        else:
+            pairs = ((t, t._version),) if t._graph is not None and t.is_leaf else t._leaves
         for leaf, seen in pairs:  # the oldest version seen, so staleness is never hidden
             leaves[id(leaf)] = (leaf, min(seen, leaves.get(id(leaf), (leaf, seen))[1]))
     return Tensor(value, build(*graphs), tuple(leaves.values()))
+
+
+def _data_of(t: Tensor) -> sym.Tensor:
+    if t._data_graph is None:
+        t._data_graph = eager_backward.data_graph(t._value)
+    return t._data_graph
 
 
 def _elementwise(op: str, *operands) -> Tensor:

@@ -18,6 +18,8 @@ from ..api import compile as compile_kernel
 from ..frontends.values import real_array
 from ..ir.evaluate import free_symbols
 from ..ir.node import Node
+from . import batch
+from .batch_run import RowKernels, finish
 from .static_graph import (
     Graph,
     GraphError,
@@ -33,7 +35,12 @@ __all__ = ["Session"]
 
 
 class _Plan:
-    """One compiled kernel for one fetch list, and where each value goes in and comes out."""
+    """One compiled kernel for one fetch list, and where each value goes in and comes out.
+
+    With batched placeholders (graphs.batch) there are more kernels, all compiled once for
+    any number of rows: one pass over the rows per level of reductions (their symbols are
+    inputs of the later kernels, with the number of rows), the kernel of the unbatched
+    values, and one for per-row fetches (graphs.batch_run)."""
 
     def __init__(self, fetches: list, graph: Graph, backend: str, cache_dir) -> None:
         self.fetches = fetches  # keeps the fetched objects alive while their ids are the key
@@ -43,12 +50,14 @@ class _Plan:
                                  "initializer (one level of lists at most)")
         self.initializes = any(isinstance(f, Initializer) for f in fetches)
         outputs: list[Node] = []
-        self.slices: list[tuple[int, int, tuple[int, ...]] | None] = []
+        row_outputs: list[Node] = []
+        self.slices: list[tuple[bool, int, int, tuple[int, ...]] | None] = []
         self.writes: list[tuple[Variable, int, int]] = []
         for f in fetches:
             if isinstance(f, Tensor):
-                self.slices.append((len(outputs), len(outputs) + f.size, f.shape))
-                outputs.extend(f.nodes.flat)
+                into = row_outputs if f.batched else outputs
+                self.slices.append((f.batched, len(into), len(into) + f.size, f.shape))
+                into.extend(f.nodes.flat)
             else:
                 self.slices.append(None)
         for op in (f for f in fetches if isinstance(f, TrainOp)):
@@ -57,25 +66,38 @@ class _Plan:
                     raise GraphError(f"variable {v.name!r} is updated twice in one run")
                 self.writes.append((v, len(outputs), len(outputs) + v.size))
                 outputs.extend(new.nodes.flat)
-        owners: set[int] = set()
-        for s in free_symbols(outputs):
+        self.reductions = batch.reductions_under(outputs + row_outputs)
+        reduced = {r.symbol for r in self.reductions} | {batch.ROWS}
+        owners: dict[int, Tensor] = {}
+        for s in free_symbols(outputs + row_outputs + [r.row for r in self.reductions]):
+            if s in reduced:
+                continue
             owner = graph.owner.get(s)
             if owner is None:
                 raise GraphError(f"the fetches depend on {s.value!r}, which is neither a "
                                  "placeholder nor a variable of the session's graph")
-            owners.add(id(owner))
+            owners[id(owner)] = owner
+        self.float32 = any(getattr(o, "dtype", None) is not None and o.dtype.name == "float32"
+                           for o in owners.values())
         written = {id(v) for v, _, _ in self.writes}
         state = [v for v in graph.variables if id(v) in owners or id(v) in written]
-        feeds = [p for p in graph.placeholders if id(p) in owners]
+        feeds = [p for p in graph.placeholders if id(p) in owners and not p.batched]
+        self.row_feeds = [p for p in graph.placeholders if id(p) in owners and p.batched]
         args, self.inputs = [], []  # inputs: (tensor, start, stop) in the kernel's input vector
         for t in state + feeds:
             self.inputs.append((t, len(args), len(args) + t.size))
             args.extend(t.nodes.flat)
+        self.batched = bool(self.reductions or row_outputs or self.row_feeds)
+        if self.batched:
+            args += [batch.ROWS] + [r.symbol for r in self.reductions]
         self.size = len(args)
+        backend = "python" if self.float32 else backend  # NumPy's float32 steps (dtypes.py)
         self.kernel: CompiledFunction | None = None
         if outputs:
             self.kernel = compile_kernel(outputs, args, wrt=[], backend=backend,
                                          cache_dir=cache_dir)
+        self.rows = RowKernels(self, args, row_outputs, backend, cache_dir) \
+            if self.batched else None
 
 
 class Session:
@@ -151,7 +173,11 @@ class Session:
             if p is None or (p is not key and not isinstance(key, str)):
                 raise GraphError(f"feed_dict key {key!r} is not a placeholder of this graph")
             array = real_array(value, f"feed_dict[{p.name!r}]")
-            if array.shape != p.shape:
+            if p.batched:
+                if not p.unknown and (array.ndim != p.ndim + 1 or array.shape[1:] != p.shape):
+                    raise GraphError(f"shape mismatch: placeholder {p.name!r} has shape "
+                                     f"{(None, *p.shape)}, fed a value of shape {array.shape}")
+            elif array.shape != p.shape:
                 raise GraphError(f"shape mismatch: placeholder {p.name!r} has shape {p.shape}, "
                                  f"fed a value of shape {array.shape}")
             fed[id(p)] = array
@@ -160,9 +186,9 @@ class Session:
     def _execute(self, plan: _Plan, fed: dict[int, np.ndarray]) -> list:
         if plan.initializes:
             self._values.clear()
-        if plan.kernel is None:
+        if plan.kernel is None and plan.rows is None:
             return [None] * len(plan.slices)
-        point = np.empty(plan.size)
+        point = np.zeros(plan.size)
         for t, start, stop in plan.inputs:
             if isinstance(t, Variable):
                 point[start:stop] = self._values.get(id(t), t.initial).ravel()
@@ -172,8 +198,16 @@ class Session:
                 missing = [p.name for p, _, _ in plan.inputs
                            if isinstance(p, Placeholder) and id(p) not in fed]
                 raise GraphError(f"placeholder(s) {missing} need a value: add them to feed_dict")
-        out = plan.kernel(point)  # the one kernel call: fetches and new state together
-        self.kernel_calls += 1
+        rows = plan.rows.run(point, fed) if plan.rows is not None else None
+        out = None
+        if plan.kernel is not None:
+            if plan.float32:  # NumPy's batch kernel on float32 operands: float32 steps
+                out = np.empty((1, len(plan.kernel.outputs)))
+                plan.kernel.kernels("value")[1](point.astype(np.float32)[None, :], out)
+                out = out[0]
+            else:
+                out = plan.kernel(point)  # the one kernel call: fetches and new state together
+            self.kernel_calls += 1
         for v, start, stop in plan.writes:
             self._values[id(v)] = out[start:stop].reshape(v.shape)
-        return [None if s is None else out[s[0]:s[1]].reshape(s[2])[()] for s in plan.slices]
+        return [None if s is None else finish(plan, rows if s[0] else out, s) for s in plan.slices]

@@ -22,16 +22,17 @@ from typing import Any
 
 import numpy as np
 
-from ..ad.differentiate import grad, vjp
 from ..frontends.values import real_array
 from ..ir.node import Node
 from ..ir.ops import OPS
-from . import tensor
-from .tensor import Tensor, as_tensor, function_of, stack_nodes, symbolic
+from . import batch
+from .dtypes import as_dtype
+from .tensor import ShapeError, Tensor, as_tensor, function_of, stack_nodes, symbolic
 
 __all__ = ["Graph", "GraphError", "Placeholder", "Variable", "TrainOp", "placeholder",
            "get_default_graph", "reset_default_graph", "gradients", "global_variables_initializer",
-           "GradientDescentOptimizer", "MomentumOptimizer", "AdamOptimizer", "add", "multiply",
+           "GradientDescentOptimizer", "MomentumOptimizer", "AdamOptimizer", "AdagradOptimizer",
+           "RMSPropOptimizer", "add", "multiply",
            "square", "matmul", "reduce_mean", "reduce_sum"]
 
 
@@ -40,20 +41,26 @@ class GraphError(ValueError):
 
 
 class Placeholder(Tensor):
-    """An input whose value is fed at every `Session.run` (``feed_dict={x: value}``)."""
+    """An input whose value is fed at every `Session.run` (``feed_dict={x: value}``). With a
+    None first dimension (or no shape) it is batched: its nodes are one row, and any number of
+    rows may be fed (graphs.batch); `unknown` says no shape was given (every element fed is a
+    row, and per-row results take the fed array's shape)."""
 
-    __slots__ = ()
+    __slots__ = ("dtype", "unknown")
 
 
 class Variable(Tensor):
     """State kept by a Session between runs; starts at `initial`, changed by optimizers."""
 
-    __slots__ = ("initial", "trainable")
+    __slots__ = ("initial", "trainable", "dtype")
 
     def __init__(self, initial: Any, name: str | None = None, trainable: bool = True,
-                 graph: Graph | None = None) -> None:
+                 graph: Graph | None = None, dtype: Any = None) -> None:
         graph = graph or get_default_graph()
+        self.dtype = as_dtype(dtype)
         value = np.array(real_array(initial, "a Variable's initial value"))
+        if self.dtype.name == "float32":
+            value = value.astype(np.float32).astype(np.float64)  # a float32 variable's value
         name = graph._claim(name, "Variable")
         super().__init__(symbolic(name, value.shape).nodes, "variable", name)
         self.initial = value
@@ -71,12 +78,10 @@ class Graph:
 
     def _claim(self, name: str | None, default: str) -> str:
         taken = {t.name for t in self.placeholders + self.variables}
-        if name is None:  # TF's scheme: Variable, Variable_1, ...
-            name, k = default, 1
-            while name in taken:
-                name, k = f"{default}_{k}", k + 1
-        elif name in taken:
-            raise GraphError(f"the name {name!r} is already used in this graph")
+        base = default if name is None else name
+        name, k = base, 1
+        while name in taken:  # TF's scheme: x, x_1, x_2, ... (Variable, Variable_1, ...)
+            name, k = f"{base}_{k}", k + 1
         return name
 
     def _register(self, t: Tensor) -> None:
@@ -111,12 +116,36 @@ def reset_default_graph() -> Graph:
     return _default_graph
 
 
-def placeholder(name: str, shape: Sequence[int] | int = (), graph: Graph | None = None
-                ) -> Placeholder:
-    """A fed input of fixed `shape` (the graph is expanded to scalars, so shapes are known)."""
+def placeholder(dtype: Any = None, shape: Any = None, name: str | None = None,
+                graph: Graph | None = None) -> Placeholder:
+    """A fed input: TensorFlow's ``placeholder(tf.float32, shape, name)``, or
+    ``placeholder("x", (2,))`` (a name first: a float64 input of that shape, () by default).
+
+    A fixed shape is expanded to one symbol per element. A None first dimension, or no shape at
+    all, makes a batched placeholder: one row of symbols, fed with any number of rows and
+    reduced over them in a loop (graphs.batch). Only the first dimension may be None."""
+    if isinstance(dtype, str):  # the name-first spelling
+        dtype, shape, name = None, () if shape is None else shape, dtype
+    dtype = as_dtype(dtype)
     graph = graph or get_default_graph()
-    t = symbolic(graph._claim(name, "Placeholder"), shape)
-    result = Placeholder(t.nodes, "placeholder", t.name)
+    unknown = shape is None
+    dims = () if unknown else (shape,) if isinstance(shape, int) else tuple(shape)
+    rows = unknown or (len(dims) > 0 and dims[0] is None)
+    row = dims[1:] if rows and not unknown else () if unknown else dims
+    if any(d is None for d in row):
+        raise GraphError(f"placeholder shape {tuple(dims)}: only the first (batch) dimension "
+                         "may be None")
+    try:
+        t = symbolic(graph._claim(name, "Placeholder"), tuple(int(d) for d in row))
+    except (TypeError, ValueError) as error:
+        if isinstance(error, ShapeError):
+            raise
+        raise GraphError(f"placeholder shape must be None or a sequence of ints and None (the "
+                         f"first only), got {shape!r}") from None
+    result = Placeholder(t.nodes, "placeholder", t.name, batched=rows)
+    result.dtype, result.unknown = dtype, unknown
+    if rows:
+        batch.row_symbols(list(t.nodes.flat))
     graph._register(result)
     return result
 
@@ -140,12 +169,12 @@ def matmul(a: Any, b: Any, name: str | None = None) -> Tensor:
     return _named(as_tensor(a) @ b, name)
 
 
-def reduce_mean(a: Any, axis: int | None = None, name: str | None = None) -> Tensor:
-    return _named(tensor.reduce_mean(a, axis), name)
+def reduce_mean(a: Any, axis: Any = None, name: str | None = None) -> Tensor:
+    return _named(batch.reduce_tensor(as_tensor(a), axis, "mean"), name)
 
 
-def reduce_sum(a: Any, axis: int | None = None, name: str | None = None) -> Tensor:
-    return _named(tensor.reduce_sum(a, axis), name)
+def reduce_sum(a: Any, axis: Any = None, name: str | None = None) -> Tensor:
+    return _named(batch.reduce_tensor(as_tensor(a), axis, "sum"), name)
 
 
 def _named(t: Tensor, name: str | None) -> Tensor:
@@ -160,6 +189,11 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+def _outputs_of(ys: Sequence[Tensor]) -> tuple[list[Node], list[bool]]:
+    nodes = [node for y in ys for node in y.nodes.flat]
+    return nodes, [y.batched for y in ys for _ in range(y.size)]
+
+
 def _symbols_of(xs: Sequence[Tensor]) -> list[Node]:
     for x in xs:
         if not isinstance(x, (Placeholder, Variable)):
@@ -169,14 +203,16 @@ def _symbols_of(xs: Sequence[Tensor]) -> list[Node]:
 
 
 def gradients(ys: Tensor | Sequence[Tensor], xs: Tensor | Sequence[Tensor]) -> list[Tensor]:
-    """d(sum of all elements of ys)/dx for each x, shaped like x (TF's ``tf.gradients``)."""
+    """d(sum of all elements of ys)/dx for each x, shaped like x (TF's ``tf.gradients``):
+    a list, one tensor per x (batched for a batched placeholder: per row)."""
     ys = [ys] if isinstance(ys, Tensor) else list(ys)
     xs = [xs] if isinstance(xs, Tensor) else list(xs)
-    outputs = [node for y in ys for node in y.nodes.flat]
-    flat = vjp(outputs, [1.0] * len(outputs), _symbols_of(xs))
+    flat = batch.gradients(*_outputs_of(ys), _symbols_of(xs))
     result, start = [], 0
     for x in xs:
-        result.append(stack_nodes(flat[start:start + x.size], x.shape, "gradient"))
+        g = stack_nodes(flat[start:start + x.size], x.shape, "gradient")
+        g.batched = x.batched
+        result.append(g)
         start += x.size
     return result
 
@@ -204,13 +240,16 @@ class Optimizer:
                  graph: Graph | None = None) -> TrainOp:
         """One fused step: ``new state = update(state, d loss / d variables)``."""
         graph = graph or get_default_graph()
-        if not isinstance(loss, Tensor) or loss.size != 1:
+        if not isinstance(loss, Tensor) or loss.size != 1 and not loss.batched:
             raise GraphError(f"minimize needs a scalar loss, got {loss!r}")
         variables = [v for v in graph.variables if v.trainable] if var_list is None \
             else list(var_list)
         if not variables:
             raise GraphError("there are no trainable variables to minimize over")
-        flat = grad(loss.nodes.flat[0], _symbols_of(variables))
+        if loss.batched:
+            raise GraphError(f"minimize needs a scalar loss; {loss!r} has one value per row "
+                             "(reduce it over the rows: reduce_mean or reduce_sum)")
+        flat = batch.gradients([loss.nodes.flat[0]], [False], _symbols_of(variables))
         updates, start = [], 0
         for v in variables:
             g = stack_nodes(flat[start:start + v.size], v.shape, "gradient")
@@ -221,7 +260,7 @@ class Optimizer:
 
     def _slot(self, v: Variable, suffix: str, graph: Graph, fill: float = 0.0) -> Variable:
         name = graph._claim(None, f"{v.name}/{suffix}")  # W/Momentum, W/Momentum_1, ...
-        return Variable(np.full(v.shape, fill), name, False, graph)
+        return Variable(np.full(v.shape, fill), name, False, graph, dtype=v.dtype)
 
     def _update(self, v: Variable, g: Tensor, graph: Graph) -> list[tuple[Variable, Tensor]]:
         raise NotImplementedError
@@ -265,8 +304,9 @@ class AdamOptimizer(Optimizer):
 
     def _update(self, v, g, graph):
         if self._powers is None:
-            self._powers = (Variable(self.beta1, graph._claim(None, "beta1_power"), False, graph),
-                            Variable(self.beta2, graph._claim(None, "beta2_power"), False, graph))
+            self._powers = tuple(Variable(beta, graph._claim(None, f"beta{k}_power"), False,
+                                          graph, dtype=v.dtype)
+                                 for k, beta in ((1, self.beta1), (2, self.beta2)))
         p1, p2 = self._powers
         m, s = self._slot(v, "Adam", graph), self._slot(v, "Adam_1", graph)
         new_m = self.beta1 * m + (1.0 - self.beta1) * g
@@ -278,6 +318,39 @@ class AdamOptimizer(Optimizer):
         p1, p2 = self._powers
         self._powers = None
         return [(p1, p1 * self.beta1), (p2, p2 * self.beta2)]
+
+
+class AdagradOptimizer(Optimizer):
+    """TF's rule: ``accum += g * g; v -= lr * g / sqrt(accum)``."""
+
+    title = "Adagrad"
+
+    def __init__(self, learning_rate: float, initial_accumulator_value: float = 0.1) -> None:
+        super().__init__(learning_rate)
+        self.initial = float(initial_accumulator_value)
+
+    def _update(self, v, g, graph):
+        accum = self._slot(v, "Adagrad", graph, self.initial)
+        new_accum = accum + g.square()
+        return [(accum, new_accum), (v, v - self.learning_rate * g / new_accum.sqrt())]
+
+
+class RMSPropOptimizer(Optimizer):
+    """TF's rule (no centering): ``ms = decay * ms + (1 - decay) * g * g;
+    mom = momentum * mom + lr * g / sqrt(ms + epsilon); v -= mom``."""
+
+    title = "RMSProp"
+
+    def __init__(self, learning_rate: float, decay: float = 0.9, momentum: float = 0.0,
+                 epsilon: float = 1e-10) -> None:
+        super().__init__(learning_rate)
+        self.decay, self.momentum, self.epsilon = float(decay), float(momentum), float(epsilon)
+
+    def _update(self, v, g, graph):
+        ms, mom = self._slot(v, "RMSProp", graph, 1.0), self._slot(v, "RMSProp_1", graph)
+        new_ms = self.decay * ms + (1.0 - self.decay) * g.square()
+        new_mom = self.momentum * mom + self.learning_rate * g / (new_ms + self.epsilon).sqrt()
+        return [(ms, new_ms), (mom, new_mom), (v, v - new_mom)]
 
 
 class Initializer:

@@ -11,10 +11,17 @@ work on them unchanged:
 NumPy's functions work on tensors as on symbolic arrays (``np.tanh(W @ x)``, ``np.sum``).
 Shapes are small (a few features, a few dozen points): the expansion is the point, not speed.
 Sums are one n-ary ``add`` node, so a reduction is a single step in the generated code.
+
+A *batched* tensor (``batched=True``: a static placeholder with a ``None`` first dimension, and
+what is computed from it) holds the nodes of one row; its full shape is ``(None, *shape)``.
+Elementwise operations broadcast it against unbatched tensors as NumPy would against the full
+shape, so the rows are never expanded: graphs.batch reduces them over the batch axis as a loop.
 """
 
 from __future__ import annotations
 
+import math
+import os
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -35,21 +42,25 @@ class ShapeError(ValueError):
 class Tensor:
     """An n-d array of scalar nodes; `op` says what made it (``placeholder``, ``mul``...)."""
 
-    __slots__ = ("nodes", "op", "name", "__weakref__")
+    __slots__ = ("nodes", "op", "name", "batched", "__weakref__")
     # NumPy's functions build tensors too: np.tanh(W @ x + b), np.sum(t), np.where(t > 0, t, 0).
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        _refuse_batched(inputs, f"NumPy's {ufunc.__name__}")
         result = array_ufunc(ufunc, method, tuple(_unwrap(i) for i in inputs), kwargs)
         return _rewrap(result, _LABELS.get(ufunc.__name__, ufunc.__name__))
 
     def __array_function__(self, func, types, args, kwargs):
+        _refuse_batched(args, f"NumPy's {func.__name__}")
         result = array_function(func, types, tuple(_unwrap(a) for a in args),
                                 {k: _unwrap(v) for k, v in kwargs.items()})
         return _rewrap(result, func.__name__)
 
-    def __init__(self, nodes: np.ndarray, op: str = "constant", name: str | None = None) -> None:
+    def __init__(self, nodes: np.ndarray, op: str = "constant", name: str | None = None,
+                 batched: bool = False) -> None:
         self.nodes = nodes
         self.op = op
         self.name = name
+        self.batched = batched
 
     # -- queries --------------------------------------------------------------------------------
     @property
@@ -79,7 +90,8 @@ class Tensor:
 
     def __repr__(self) -> str:
         label = f" {self.name!r}" if self.name else ""
-        return f"<Tensor{label} {self.op} shape={self.shape}>"
+        shape = (None, *self.shape) if self.batched else self.shape
+        return f"<Tensor{label} {self.op} shape={shape}>"
 
     # -- elementwise operators ------------------------------------------------------------------
     def __add__(self, other): return elementwise("add", self, other)
@@ -118,6 +130,7 @@ class Tensor:
     def mean(self, axis: int | None = None) -> Tensor: return reduce_mean(self, axis)
 
     def reshape(self, *shape) -> Tensor:
+        _refuse_batched([self], "reshape")
         target = shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape
         try:
             nodes = self.nodes.reshape(target)
@@ -131,13 +144,21 @@ class Tensor:
 
     @property
     def T(self) -> Tensor:
+        _refuse_batched([self], "transpose")
         return Tensor(self.nodes.T, "transpose")
 
     def __getitem__(self, index) -> Tensor:
+        _refuse_batched([self], "indexing")
         picked = self.nodes[index]
         if isinstance(picked, Node):
             picked = _array([picked], ())
         return Tensor(picked, "index")
+
+
+def _refuse_batched(values: Any, what: str) -> None:
+    if any(isinstance(v, Tensor) and v.batched for v in values):
+        raise ShapeError(f"{what} is not supported on a tensor with a None (batch) dimension; "
+                         "elementwise operations, matmul by a variable and reduce_sum/mean are")
 
 
 # -- NumPy's protocols ----------------------------------------------------------------------------
@@ -187,8 +208,33 @@ def symbolic(name: str, shape: ShapeLike = (), op: str = "input") -> Tensor:
     shape = (shape,) if isinstance(shape, int) else tuple(int(n) for n in shape)
     if any(n < 0 for n in shape):
         raise ShapeError(f"a shape has no negative sizes, got {shape}")
+    _check_fits(name, shape)
     nodes = _array((symbol(n) for n in element_names(name, shape)), shape)
     return Tensor(nodes, op, name)
+
+
+# What one symbol of an unrolled tensor costs, with the graph built on it (measured: a
+# (60000, 784) placeholder reached 3.8 GB, ~80 bytes a symbol before any operation).
+BYTES_PER_ELEMENT = 1000
+
+
+def _available_memory() -> int:
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):  # not on this platform: no refusal
+        return 1 << 62
+
+
+def _check_fits(name: str, shape: tuple[int, ...]) -> None:
+    """Refuse a tensor of symbols whose graph cannot fit in memory, before building it."""
+    size = math.prod(shape)
+    if size * BYTES_PER_ELEMENT > _available_memory():
+        raise ShapeError(
+            f"{name!r} of shape {shape} would be {size:,} scalar nodes (about "
+            f"{size * BYTES_PER_ELEMENT / 1e9:.0f} GB with its graph), more than this machine's "
+            f"free memory ({_available_memory() / 1e9:.1f} GB); a fixed shape is unrolled into "
+            "one node per element. Give the rows' dimension as None (placeholder(tf.float32, "
+            "(None, ...))): a None batch dimension is a loop over the fed rows, not unrolled")
 
 
 def constant(value: Any, name: str | None = None) -> Tensor:
@@ -219,9 +265,33 @@ def broadcast_shape(shapes: Sequence[tuple[int, ...]]) -> tuple[int, ...]:
 def _map(build: Callable[..., Node], label: str, *operands) -> Tensor:
     """Apply `build` to the broadcast elements of the operands."""
     tensors = tuple(as_tensor(o) for o in operands)
+    batched = any(t.batched for t in tensors)
+    if batched:
+        tensors = _row_operands(tensors)
     shape = broadcast_shape([t.shape for t in tensors])
     columns = [np.broadcast_to(t.nodes, shape).flat for t in tensors]
-    return Tensor(_array((build(*args) for args in zip(*columns)), shape), label)
+    return Tensor(_array((build(*args) for args in zip(*columns)), shape), label,
+                  batched=batched)
+
+
+def _row_operands(tensors: Sequence[Tensor]) -> list[Tensor]:
+    """Operands of an elementwise operation on batched tensors, as rows: NumPy's broadcast
+    against the full shape (None, *row), where an unbatched dimension facing the batch axis
+    must be 1 (it is dropped) and a batch axis must face a batch axis."""
+    rank = max(t.ndim for t in tensors if t.batched)
+    full = ", ".join(str((None, *t.shape) if t.batched else t.shape) for t in tensors)
+    rows = []
+    for t in tensors:
+        if t.batched and t.ndim != rank or not t.batched and t.ndim > rank + 1:
+            raise ShapeError(f"shapes {full} do not broadcast with the batch (None) dimension "
+                             "first in each")
+        if not t.batched and t.ndim == rank + 1:
+            if t.shape[0] != 1:
+                raise ShapeError(f"shapes {full}: a dimension of size {t.shape[0]} faces the "
+                                 "batch (None) dimension (only 1 broadcasts against it)")
+            t = Tensor(t.nodes.reshape(t.shape[1:]), t.op, t.name)
+        rows.append(t)
+    return rows
 
 
 def _subtract(a: Node, b: Node) -> Node:
@@ -278,6 +348,9 @@ def _total(nodes: Sequence[Node]) -> Node:
 
 def _reduce(t: Tensor, axis: int | None, label: str, finish: Callable[[Node, int], Node]
             ) -> Tensor:
+    if t.batched:  # graphs.batch reduces over the rows (static_graph.reduce_sum/mean)
+        raise ShapeError("a tensor with a None (batch) dimension is reduced with "
+                         "reduce_sum/reduce_mean of symgraph.static")
     if axis is None:
         rows, shape = t.nodes.reshape(1, -1), ()
     else:
@@ -305,6 +378,14 @@ def reduce_mean(t: Any, axis: int | None = None) -> Tensor:
 def matmul(a: Any, b: Any) -> Tensor:
     """``a @ b`` for 1-d and 2-d tensors; each result is one sum of products."""
     a, b = as_tensor(a), as_tensor(b)
+    if a.batched or b.batched:  # rows (None, k) times a (k, m) matrix: each row times it
+        if b.batched or a.ndim != 1 or b.ndim != 2:
+            raise ShapeError("matmul with a None (batch) dimension takes (None, k) @ (k, m), got "
+                             f"{(None, *a.shape) if a.batched else a.shape} @ "
+                             f"{(None, *b.shape) if b.batched else b.shape}")
+        row = matmul(Tensor(a.nodes, a.op, a.name), b)
+        row.batched = True
+        return row
     if not (1 <= a.ndim <= 2 and 1 <= b.ndim <= 2):
         raise ShapeError(f"matmul takes 1-d or 2-d tensors, got shapes {a.shape} and {b.shape}")
     left = a.nodes.reshape(1, -1) if a.ndim == 1 else a.nodes

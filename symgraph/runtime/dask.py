@@ -139,13 +139,22 @@ def map_program(fn: Any, X: Any, program: str) -> Any:
                          name=f"symgraph-{program}-{kernel.key}")
 
 
-def map_dask(fn: Any, X: Any, kind: str = "value") -> Any:
+def map_dask(fn: Any, X: Any, kind: str = "value", params: Any = None) -> Any:
     """`fn`'s values or derivatives at the rows of the Dask array `X`, lazily.
 
     kind: ``"value"`` -> (N,) for a scalar function, (N, m) for a vector one;
     ``"value_and_grad"`` -> ((N,), (N, k)); ``"grad"`` -> (N, k); ``"jacobian"`` -> (N, m, k);
     ``"hessian"`` -> (N, k, k); or a kernel's name (``"value_grad"``...) -> its raw (N, width).
+
+    For a function reduced over rows (``compile(..., data=...)``: runtime.reduction), `X` is
+    its data arrays (a Dask array, or a list of them, one per data argument) and `params` the
+    parameters' values; the result is a Delayed of what the function's `kind` method returns
+    (runtime.dask_reduce: every chunk's sums, combined pairwise).
     """
+    if getattr(fn, "is_reduction", False):
+        from .dask_reduce import map_reduced
+
+        return map_reduced(fn, X, kind, params, kernel_of(fn))
     names = {p.name for p in fn.programs}
     if kind in names and kind not in KINDS:
         return map_program(fn, X, kind)

@@ -1,0 +1,110 @@
+"""Numba kernels for a batch axis that is a loop (lower.reduce): one pass over the rows of the
+data arrays, on all threads, accumulating each program's output slots per chunk of rows.
+
+``NAME_reduce(_p, _d0, _d1, ..., _ACC, _c0, _c1)`` takes the parameter vector, one 2-D
+C-contiguous float64 array per data group (rows by columns), ``_ACC`` of shape (chunks, slots)
+and a range of chunks; chunk c is rows ``[c * ROWS_PER_CHUNK, (c + 1) * ROWS_PER_CHUNK)``, and
+``_ACC[c]`` gets its sums. Threads take ranges of whole chunks (runtime.reduction: the kernels
+release the GIL; Numba's ``parallel=True`` prange cost 4x the compile time, 1.2 s -> 5 s, for
+the same loop). Within a chunk, `LANES` interleaved rows may keep independent accumulators
+(summed in a fixed order at the chunk's end; one lane now, see LANES). The partition depends
+on the number of rows only, and runtime.reduction combines the chunks' sums pairwise: the
+same bits whatever the number of threads. ``NAME_rows(_p, _d0, ..., _OUT)`` writes
+each row's slots instead (per-row outputs; threads take slices of rows).
+No fastmath: IEEE semantics, as in the other kernels.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ...lower.reduce import RowLayout, lane_copy
+from ...lower.schedule import Program
+from ..common import INDENT, operand_text, step_lines
+
+ROWS_PER_CHUNK = 4096  # ~20-100 us of work a chunk: threads share a batch evenly
+# Interleaved rows a chunk runs side by side. Measured on the text's model at 10^6 rows (2-core
+# VM): 1 lane 1.9 ms a pass, 2 lanes 2.6, 4 lanes 2.5 (memory-bound: the adds' latency hides
+# behind the loads), while each lane adds a copy of the steps to compile (4 lanes: 3x the
+# compile time). So one, until a compute-bound row program shows a gain.
+LANES = 1
+MAX_LANE_STEPS = 300  # bigger row programs run one row at a time (code size, compile time)
+JIT_NOGIL = '@njit(cache=True, error_model="numpy", nogil=True)'
+
+
+def _data_args(layout: RowLayout) -> str:
+    return ", ".join(f"_d{g}" for g in range(layout.n_data))
+
+
+def _loads(p: Program, layout: RowLayout, row: str, indent: str) -> list[str]:
+    names = p.inputs[layout.n_params:]
+    return [f"{indent}{name} = _d{g}[{row}, {c}]"
+            for name, (g, c) in zip(names, layout.columns())]
+
+
+def _params(p: Program, layout: RowLayout, indent: str) -> list[str]:
+    return [f"{indent}{name} = _p[{i}]" for i, name in enumerate(p.inputs[:layout.n_params])]
+
+
+def lanes_for(p: Program) -> int:
+    return LANES if len(p.steps) <= MAX_LANE_STEPS else 1
+
+
+def reduce_kernel(p: Program, layout: RowLayout) -> list[str]:
+    lanes = lanes_for(p)
+    shared = p.inputs[:layout.n_params]
+    copies = [lane_copy(p, lane, shared) for lane in range(lanes)]
+    I2, I3 = INDENT * 2, INDENT * 3
+    width = len(p.outputs)
+    lines = [JIT_NOGIL, f"def {p.name}_reduce(_p, {_data_args(layout)}, _ACC, _c0, _c1):",
+             f"{INDENT}_n = _d0.shape[0]",
+             f"{INDENT}for _c in range(_c0, _c1):",
+             f"{I2}_lo = _c * {ROWS_PER_CHUNK}",
+             f"{I2}_hi = min(_n, _lo + {ROWS_PER_CHUNK})"]
+    lines += _params(p, layout, I2)
+    lines += [f"{I2}_a{k}_{lane} = 0.0" for k in range(width) for lane in range(lanes)]
+    lines += [f"{I2}_i = _lo"]
+    if lanes > 1:
+        lines += [f"{I2}while _i + {lanes} <= _hi:"]
+        for lane, q in enumerate(copies):
+            lines += _loads(q, layout, f"_i + {lane}" if lane else "_i", I3)
+            lines += step_lines(q, "nb", I3)
+        lines += [f"{I3}_a{k}_{lane} += {operand_text(o)}"
+                  for lane, q in enumerate(copies) for k, (_, o) in enumerate(q.outputs)]
+        lines += [f"{I3}_i += {lanes}"]
+    q = copies[0]  # the rows left over (fewer than `lanes`) go to lane 0
+    lines += [f"{I2}while _i < _hi:"]
+    lines += _loads(q, layout, "_i", I3)
+    lines += step_lines(q, "nb", I3)
+    lines += [f"{I3}_a{k}_0 += {operand_text(o)}" for k, (_, o) in enumerate(q.outputs)]
+    lines += [f"{I3}_i += 1"]
+    for k in range(width):
+        parts = [f"_a{k}_{lane}" for lane in range(lanes)]
+        while len(parts) > 1:  # pairwise, in a fixed order
+            parts = [f"({a} + {b})" for a, b in zip(parts[::2], parts[1::2])] + (
+                parts[-1:] if len(parts) % 2 else [])
+        lines.append(f"{I2}_ACC[_c, {k}] = {parts[0]}")
+    return lines
+
+
+def rows_kernel(p: Program, layout: RowLayout) -> list[str]:
+    I2 = INDENT * 2
+    lines = [JIT_NOGIL, f"def {p.name}_rows(_p, {_data_args(layout)}, _OUT):"]
+    lines += _params(p, layout, INDENT)
+    lines += [f"{INDENT}for _i in range(_d0.shape[0]):"]
+    lines += _loads(p, layout, "_i", I2)
+    lines += step_lines(p, "nb", I2)
+    lines += [f"{I2}_OUT[_i, {k}] = {operand_text(o)}" for k, (_, o) in enumerate(p.outputs)]
+    return lines
+
+
+def emit_numba_reduce(programs: Sequence[Program], layout: RowLayout, title: str,
+                      version: str) -> str:
+    lines = ['"""' + title, "", f"Generated by symgraph {version}; regenerate rather than edit.",
+             "NAME_reduce sums each chunk's rows of every output slot into _ACC[chunk];",
+             "NAME_rows writes every row's slots into _OUT.", '"""', "", "import math", "",
+             "import numpy as np", "from numba import njit", "",
+             f"ROWS_PER_CHUNK = {ROWS_PER_CHUNK}"]
+    for p in programs:
+        lines += ["", "", *reduce_kernel(p, layout), "", "", *rows_kernel(p, layout)]
+    return "\n".join(lines) + "\n"
