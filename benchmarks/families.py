@@ -27,7 +27,7 @@ import numpy as np
 
 from symgraph.ir.evaluate import count_ops
 from symgraph.ir.functions import FUNCTIONS as F
-from symgraph.ir.node import Node, apply, symbols
+from symgraph.ir.node import Node, apply, symbol, symbols
 
 Built = tuple[Node, list[Node]]
 Box = Callable[[int], tuple[np.ndarray, np.ndarray]]
@@ -35,7 +35,7 @@ TARGETS = (10, 100, 1_000, 5_000)  # operation counts each family is built at
 
 
 def _syms(prefix: str, n: int) -> list[Node]:
-    return list(symbols(" ".join(f"{prefix}{i}" for i in range(n)))) if n else []
+    return [symbol(f"{prefix}{i}") for i in range(n)]
 
 
 def _sum(terms: list[Node]) -> Node:
@@ -127,7 +127,7 @@ def arrhenius(n: int, rng: random.Random) -> Built:
     """Squared production rates of a reaction network: A exp(-E/T) c_i^p c_j^q."""
     species = max(2, n // 3)
     c = _syms("c", species)
-    (T,) = symbols("T")
+    T = symbol("T")
     rates = []
     for _ in range(n):
         i, j = rng.randrange(species), rng.randrange(species)
@@ -139,7 +139,7 @@ def arrhenius(n: int, rng: random.Random) -> Built:
 def einstein_solid(n: int, rng: random.Random) -> Built:
     """Free energy of Einstein oscillators with temperatures theta_i: log(2 sinh(theta/2T))."""
     th = _syms("theta", n)
-    (T,) = symbols("T")
+    T = symbol("T")
     return _sum([_c(rng, 0.5, 1.5) * F["log"](-F["expm1"](-t / T)) + 0.5 * t / T
                  for t in th]), [*th, T]
 
@@ -316,7 +316,7 @@ def _yield_box(n: int) -> tuple[np.ndarray, np.ndarray]:
 def mlp_loss(n: int, rng: random.Random) -> Built:
     inputs, hidden = 2, 5
     w1, b1 = _syms("w1_", inputs * hidden), _syms("b1_", hidden)
-    w2, (b2,) = _syms("w2_", hidden), symbols("b2")
+    w2, b2 = _syms("w2_", hidden), symbol("b2")
     loss = []
     for _ in range(n):
         row = [_c(rng, -1, 1) for _ in range(inputs)]
