@@ -203,7 +203,9 @@ class Session:
         if plan.kernel is not None:
             if plan.float32:  # NumPy's batch kernel on float32 operands: float32 steps
                 out = np.empty((1, len(plan.kernel.outputs)))
-                plan.kernel.kernels("value")[1](point.astype(np.float32)[None, :], out)
+                batch = plan.kernel.kernels("value")[1]
+                # (unchecked: the checked kernel takes float64 only; this is the NumPy one)
+                getattr(batch, "unchecked", batch)(point.astype(np.float32)[None, :], out)
                 out = out[0]
             else:
                 out = plan.kernel(point)  # the one kernel call: fetches and new state together
