@@ -26,6 +26,8 @@ Conventions at non-differentiable points: ``abs'(0) = 0``, ``relu'(0) = 0``,
 ``sign' = floor' = ceil' = 0``, ``hypot`` has gradient 0 at the origin, and on a tie ``max`` and
 ``min`` pass the whole derivative to their first argument (as TensorFlow does; it keeps their
 reverse sweep at three operations). Comparisons and ``where`` conditions have derivative 0.
+Mask partials (comparisons, ``where(c, 1, 0)``) guard the derivative below them instead of
+multiplying it (ad/guards.py), so an untaken branch's inf or nan never reaches a result.
 
 Partial rules use only `Node` methods (operators, ``.call``), so this module imports only
 `opspec`: with it, the root of the pipeline.
