@@ -496,3 +496,15 @@ def test_a_branch_that_can_never_be_taken_contributes_a_structural_zero():
     f = sg.where(X > 0, sg.where(X > 0, X * X, sg.log(X)), Y)
     nodes = topological_order(sg.grad(f, XY))
     assert not any(node.op == "div" for node in nodes)  # log's partial 1/x is not there
+
+
+def test_a_relu_layers_gradient_selects_once_per_unit():
+    # Below each relu the products are finite, so the guard is dropped at once: one select per
+    # hidden unit (as a plain mask product would cost), not one per weight.
+    rng = np.random.default_rng(0)
+    inputs = sg.symbols("i0 i1 i2 i3")
+    weights, scales = rng.normal(size=(6, 4)), rng.normal(size=6)
+    hidden = [sg.relu(sg.add(*[weights[j, i] * inputs[i] for i in range(4)])) for j in range(6)]
+    out = sg.add(*[scales[j] * hidden[j] for j in range(6)])
+    nodes = topological_order(sg.grad(out, list(inputs)))
+    assert sum(node.op == "where" for node in nodes) == 6

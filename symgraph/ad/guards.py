@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 
-from ..ir.node import Node, combine, const
+from ..ir.node import Node, combine
 from ..ir.ops import COMPARISONS, OPS
 
 Guard = Node | None  # None: always live
@@ -120,15 +120,22 @@ def merge(terms: list[tuple[Guard, Node]], keep_guard: bool) -> tuple[Guard, Nod
 
 def clean_nodes(order: list[Node]) -> set[Node]:
     """The nodes of `order` (topological) whose whole subgraph is symbols, finite constants and
-    ops with the ``finite`` trait: every value and partial in it is finite at a finite point,
-    so an adjoint selected to an exact 0 stays 0 through it."""
+    ops with the ``finite`` trait (and integer powers ``u**k``, k >= 1): every value and partial
+    in it is finite at a finite point, so an adjoint selected to an exact 0 stays 0 through it."""
     clean: set[Node] = set()
     for node in order:
         if node.op == "symbol" or (node.op == "const" and math.isfinite(node.value)):
             clean.add(node)
-        elif node.args and OPS[node.op].finite and all(a in clean for a in node.args):
+        elif node.args and all(a in clean for a in node.args) and (
+                OPS[node.op].finite or _polynomial_power(node)):
             clean.add(node)
     return clean
 
 
-ZERO = const(0.0)
+def _polynomial_power(node: Node) -> bool:
+    """``u**k`` for a constant integer k >= 1: a polynomial, finite with its partial."""
+    if not OPS[node.op].integer_powers or len(node.args) != 2 or not node.args[1].is_const:
+        return False
+    k = node.args[1].value
+    return k >= 1.0 and float(k).is_integer()
+
