@@ -68,6 +68,10 @@ SLOW_TESTS = {
     "test_static_dynamic.py": {"test_example_prints_the_texts_numbers_and_a_diagram"},
     "test_op_table_complete.py": {"test_the_shared_strategy_draws_the_op"},
     "test_numpy_protocol.py": {"test_a_function_of_ten_thousand_elements_traces_without_recursion"},
+    "test_branches.py": {
+        "test_symbolic_derivatives_of_random_branches_follow_the_taken_branch",
+        "test_python_backend_points_and_batches_of_random_branches_follow_the_taken_branch",
+    },
 }
 # In the check, a test marked neither that runs longer is reported (not failed: a loaded
 # machine makes any test slow).

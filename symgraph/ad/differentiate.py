@@ -12,8 +12,9 @@ from collections.abc import Sequence
 
 from ..frontends.coerce import as_expression, as_symbols
 from ..ir.node import Node, combine, const
-from ..ir.ops import COMPARISONS, OPS
+from ..ir.ops import OPS
 from ..ir.traversal import bulk, topological_order
+from .guards import clean_nodes, conjoin, mask_guard, merge, select, total
 from .traced import derivative_function
 
 
@@ -37,27 +38,21 @@ def _partials(node: Node) -> tuple:
     return OPS[node.op].partials(node.args, node)
 
 
-def _total(terms: list[Node]) -> Node:
-    return terms[0] if len(terms) == 1 else combine("add", terms)
-
-
 def _times(adjoint: Node, partial) -> Node:
-    """``adjoint * partial``; a 0/1 mask selects instead of multiplying, so an infinite or nan
-    adjoint does not leak into the branch the mask switches off (``inf * 0`` is nan)."""
-    if partial.__class__ is not Node:  # a number from the op table: 1.0 for sums, -1.0 for neg
-        if partial == 1.0:
-            return adjoint
-        return combine("mul", [adjoint, partial])
-    if partial.op in COMPARISONS or partial.op == "where":
-        if partial.op in COMPARISONS:
-            return partial.call("where", adjoint, 0.0)
-        if all(a.is_const for a in partial.args[1:]):
-            kept, dropped = (1, 2) if partial.args[1].value == 1.0 else (2, 1)
-            if partial.args[kept].value == 1.0 and partial.args[dropped].value == 0.0:
-                branches = [None, None]
-                branches[kept - 1], branches[dropped - 1] = adjoint, 0.0
-                return partial.args[0].call("where", *branches)
+    """``adjoint * partial`` (a number partial from the op table: 1.0 for sums, -1.0 for neg)."""
+    if partial.__class__ is not Node and partial == 1.0:
+        return adjoint
     return combine("mul", [adjoint, partial])
+
+
+def _term(guard, inner: Node, partial):
+    """The (guard, inner) pair an argument receives through `partial`, or None if never live:
+    a mask narrows the guard instead of multiplying (guards.py says why)."""
+    mask = mask_guard(partial)
+    if mask is None:
+        return guard, _times(inner, partial)
+    narrowed = conjoin(guard, mask)
+    return None if narrowed == 0.0 else (narrowed, inner)
 
 
 @bulk
@@ -67,24 +62,32 @@ def vjp(outputs: Sequence[Node], cotangents: Sequence, wrt: Sequence[Node]) -> l
     variables = _check_variables(wrt, outputs)
     order = topological_order(outputs)
     live = _depends(order, variables)
-    contributions: dict[Node, list[Node]] = {}
+    clean = None  # found on the first guarded adjoint: smooth expressions never need it
+    contributions: dict[Node, list] = {}
     for output, seed in zip(outputs, cotangents, strict=True):
         if output in live:
-            contributions.setdefault(output, []).append(as_expression(seed))
+            contributions.setdefault(output, []).append((None, as_expression(seed)))
     wanted = set(variables)
     adjoints: dict[Node, Node] = {}
     for node in reversed(order):
         terms = contributions.pop(node, None)
         if terms is None:
             continue
-        adjoint = terms[0] if len(terms) == 1 else combine("add", terms)
+        if all(guard is None for guard, _ in terms):  # no branch above: a plain sum
+            guard, adjoint = None, total([inner for _, inner in terms])
+        else:
+            if clean is None:
+                clean = clean_nodes(order)
+            guard, adjoint = merge(terms, node not in clean)
         if node in wanted:
-            adjoints[node] = adjoint
+            adjoints[node] = select(guard, adjoint)
         if not node.args:
             continue
         for arg, partial in zip(node.args, OPS[node.op].partials(node.args, node)):
             if partial is not None and arg in live:
-                term = _times(adjoint, partial)
+                term = _term(guard, adjoint, partial)
+                if term is None:
+                    continue
                 pending = contributions.get(arg)
                 if pending is None:
                     contributions[arg] = [term]
@@ -101,19 +104,24 @@ def jvp(outputs: Sequence[Node], wrt: Sequence[Node], tangents: Sequence) -> lis
     variables = _check_variables(wrt, outputs)
     order = topological_order(outputs)
     live = _depends(order, variables)
-    tangent: dict[Node, Node] = {}
+    tangent: dict[Node, tuple] = {}
     for v, t in zip(variables, tangents, strict=True):
-        tangent[v] = as_expression(t)
+        tangent[v] = (None, as_expression(t))
     for node in order:
         if not node.args or node not in live:
             continue
-        terms = [_times(tangent[arg], partial)
-                 for arg, partial in zip(node.args, _partials(node))
-                 if partial is not None and arg in tangent]
-        if terms:
-            tangent[node] = _total(terms)
+        terms = []
+        for arg, partial in zip(node.args, _partials(node)):
+            if partial is not None and arg in tangent:
+                term = _term(*tangent[arg], partial)
+                if term is not None:
+                    terms.append(term)
+        if len(terms) == 1 and terms[0][0] is None:
+            tangent[node] = terms[0]
+        elif terms:  # consumers may multiply by anything: the guard is kept
+            tangent[node] = merge(terms, True)
     zero = const(0.0)
-    return [tangent.get(o, zero) for o in outputs]
+    return [select(*tangent[o]) if o in tangent else zero for o in outputs]
 
 
 def grad(f: Node, wrt: Sequence[Node] | None = None) -> list[Node]:

@@ -26,6 +26,8 @@ Conventions at non-differentiable points: ``abs'(0) = 0``, ``relu'(0) = 0``,
 ``sign' = floor' = ceil' = 0``, ``hypot`` has gradient 0 at the origin, and on a tie ``max`` and
 ``min`` pass the whole derivative to their first argument (as TensorFlow does; it keeps their
 reverse sweep at three operations). Comparisons and ``where`` conditions have derivative 0.
+Mask partials (comparisons, ``where(c, 1, 0)``) guard the derivative below them instead of
+multiplying it (ad/guards.py), so an untaken branch's inf or nan never reaches a result.
 
 Partial rules use only `Node` methods (operators, ``.call``), so this module imports only
 `opspec`: with it, the root of the pipeline.
@@ -151,12 +153,14 @@ def _pow_partials(args, out):
 
 _op("add", -1, lambda *a: sum(a[1:], a[0]), lambda a, out: (1.0,) * len(a),
     _sum, _sum, latex="{0} + {1}", sympy=lambda sp, *a: sp.Add(*a),
-    infix="+", precedence=PREC_ADD, commutative=True, title="Add", vectorises=True)
+    infix="+", precedence=PREC_ADD, commutative=True, title="Add", vectorises=True, finite=True)
 _op("mul", -1, lambda *a: math.prod(a[1:], start=a[0]), _mul_partials,
     _join(" * "), _join(" * "), latex=r"{0} \cdot {1}", sympy=lambda sp, *a: sp.Mul(*a),
-    infix="*", precedence=PREC_MUL, commutative=True, title="Multiply", vectorises=True)
+    infix="*", precedence=PREC_MUL, commutative=True, title="Multiply", vectorises=True,
+    finite=True)
 _op("neg", 1, np.negative, lambda a, out: (-1.0,), "-{0}", "-{0}", latex="-{0}",
-    sympy=lambda sp, a: -a, infix="-", precedence=PREC_NEG, title="Negate", vectorises=True)
+    sympy=lambda sp, a: -a, infix="-", precedence=PREC_NEG, title="Negate", vectorises=True,
+    finite=True)
 _op("div", 2, np.divide, lambda a, out: (1.0 / a[1], -out / a[1]), "{0} / {1}", "{0} / {1}",
     latex=r"\frac{{{0}}}{{{1}}}", sympy=lambda sp, a, b: a / b, infix="/", precedence=PREC_MUL,
     domain=(DEFAULT_DOMAIN, (0.5, 3.0)), title="Divide", vectorises=True)
@@ -182,7 +186,7 @@ for _name, _sym, _ufunc, _latex, _rel, _title in [
         lambda a, out: (None, None),
         f"(1.0 if {{0}} {_sym} {{1}} else 0.0)", f"np.where({{0}} {_sym} {{1}}, 1.0, 0.0)",
         latex=f"{{0}} {_latex} {{1}}", sympy_names=(_rel,), infix=_sym, precedence=PREC_COMPARE,
-        title=_title, comparison=True, smooth=False, vectorises=True)
+        title=_title, comparison=True, smooth=False, vectorises=True, finite=True)
 
 
 def _where_sympy(sp, c, a, b):
@@ -195,7 +199,7 @@ _op("where", 3, lambda c, a, b: np.where(c != 0, a, b),
     lambda a, out: (None, a[0].call("where", 1.0, 0.0), a[0].call("where", 0.0, 1.0)),
     "({1} if {0} != 0.0 else {2})", "np.where({0} != 0.0, {1}, {2})",
     latex=r"\begin{{cases}} {1} & {0} \\ {2} & \text{{otherwise}} \end{{cases}}",
-    sympy=_where_sympy, title="Where", smooth=False, vectorises=True)
+    sympy=_where_sympy, title="Where", smooth=False, vectorises=True, finite=True)
 
 # ---------------------------------------------------------------------------------------------
 # Elementary functions. Derivatives reuse the output where it is natural (exp' = exp).
@@ -221,9 +225,9 @@ _func("log2", np.log2, lambda x, out: 1.0 / (x * math.log(2.0)), latex=r"\log_2\
 _func("log10", np.log10, lambda x, out: 1.0 / (x * math.log(10.0)),
       latex=r"\log_{{10}}\left({0}\right)", sympy=lambda sp, x: sp.log(x, 10), domain=(0.1, 4.0))
 _func("sin", np.sin, lambda x, out: x.call("cos"), lanes="vsin({0})", sympy_names=("sin",),
-      method=True)
+      method=True, finite=True)
 _func("cos", np.cos, lambda x, out: -x.call("sin"), lanes="vcos({0})", sympy_names=("cos",),
-      method=True)
+      method=True, finite=True)
 _func("tan", np.tan, lambda x, out: 1.0 + out * out, domain=(-1.2, 1.2), sympy_names=("tan",))
 
 
@@ -237,13 +241,14 @@ _arc("asin", np.arcsin, lambda x, out: 1.0 / (1.0 - x * x).call("sqrt"),
      latex=r"\arcsin\left({0}\right)", domain=(-0.9, 0.9))
 _arc("acos", np.arccos, lambda x, out: -1.0 / (1.0 - x * x).call("sqrt"),
      latex=r"\arccos\left({0}\right)", domain=(-0.9, 0.9))
-_arc("atan", np.arctan, lambda x, out: 1.0 / (1.0 + x * x), latex=r"\arctan\left({0}\right)")
+_arc("atan", np.arctan, lambda x, out: 1.0 / (1.0 + x * x), latex=r"\arctan\left({0}\right)",
+     finite=True)
 _func("sinh", np.sinh, lambda x, out: x.call("cosh"), sympy_names=("sinh",))
 _func("cosh", np.cosh, lambda x, out: x.call("sinh"), sympy_names=("cosh",))
 _func("tanh", np.tanh, lambda x, out: 1.0 - out * out, lanes="vtanh({0})", sympy_names=("tanh",),
-      method=True)
+      method=True, finite=True)
 _arc("asinh", np.arcsinh, lambda x, out: 1.0 / (x * x + 1.0).call("sqrt"),
-     latex=r"\operatorname{{asinh}}\left({0}\right)")
+     latex=r"\operatorname{{asinh}}\left({0}\right)", finite=True)
 _arc("acosh", np.arccosh, lambda x, out: 1.0 / ((x - 1.0).call("sqrt") * (x + 1.0).call("sqrt")),
      latex=r"\operatorname{{acosh}}\left({0}\right)", domain=(1.1, 4.0))
 _arc("atanh", np.arctanh, lambda x, out: 1.0 / (1.0 - x * x),
@@ -251,44 +256,46 @@ _arc("atanh", np.arctanh, lambda x, out: 1.0 / (1.0 - x * x),
 _func("erf", np.vectorize(math.erf, otypes=[float]),
       lambda x, out: SQRT_PI_2 * (-(x * x)).call("exp"), np_="_erf({0})",
       latex=r"\operatorname{{erf}}\left({0}\right)", lanes="verf({0})", sympy_names=("erf",),
+      finite=True,
       np_prelude=("_erf = np.vectorize(math.erf, otypes=[float])",))
 _func("erfc", np.vectorize(math.erfc, otypes=[float]),
       lambda x, out: -SQRT_PI_2 * (-(x * x)).call("exp"), np_="_erfc({0})",
-      latex=r"\operatorname{{erfc}}\left({0}\right)", sympy_names=("erfc",),
+      latex=r"\operatorname{{erfc}}\left({0}\right)", sympy_names=("erfc",), finite=True,
       np_prelude=("_erfc = np.vectorize(math.erfc, otypes=[float])",))
 
 # Piecewise functions: derivative conventions in the module docstring.
 _func("abs", np.abs, lambda x, out: x.call("sign"), py="abs({0})", np_="np.abs({0})", cost=1,
       latex=r"\left|{0}\right|", sympy_names=("Abs",), spellings=("abs", "Abs", "absolute"),
-      smooth=False, vectorises=True, method=True)
+      smooth=False, vectorises=True, method=True, finite=True)
 _func("sign", np.sign, lambda x, out: None, cost=1,
       py="(1.0 if {0} > 0.0 else (-1.0 if {0} < 0.0 else {0} + 0.0))", # + 0.0: sign(-0.0) = 0.0
       np_="np.sign({0})",
       latex=r"\operatorname{{sign}}\left({0}\right)", sympy_names=("sign",), smooth=False,
-      vectorises=True)
+      vectorises=True, finite=True)
 # math.floor and math.ceil return ints: copysign keeps NumPy's -0.0 (floor(-0.0), ceil(-0.5)).
 _func("floor", np.floor, lambda x, out: None, cost=1,
       py="math.copysign(float(math.floor({0})), {0})",
       nb="np.floor({0})", np_="np.floor({0})", latex=r"\left\lfloor {0} \right\rfloor",
-      sympy_names=("floor",), smooth=False, vectorises=True)
+      sympy_names=("floor",), smooth=False, vectorises=True, finite=True)
 _func("ceil", np.ceil, lambda x, out: None, cost=1, py="math.copysign(float(math.ceil({0})), {0})",
       nb="np.ceil({0})",
       np_="np.ceil({0})", latex=r"\left\lceil {0} \right\rceil", sympy_names=("ceiling",),
-      spellings=("ceil", "ceiling"), smooth=False, vectorises=True)
+      spellings=("ceil", "ceiling"), smooth=False, vectorises=True, finite=True)
 _func("relu", lambda x: np.maximum(x, 0.0), lambda x, out: x.call("gt", 0.0), cost=1,
       py="({0} if {0} > 0.0 or {0} != {0} else 0.0)", np_="np.maximum({0}, 0.0)",
       latex=r"\operatorname{{relu}}\left({0}\right)", sympy=lambda sp, x: sp.Max(0, x),
-      smooth=False, vectorises=True, method=True)
+      smooth=False, vectorises=True, method=True, finite=True)
 _func("sigmoid", lambda x: 1.0 / (1.0 + np.exp(-x)), lambda x, out: out * (1.0 - out),
       py="1.0 / (1.0 + math.exp(-{0}))", np_="1.0 / (1.0 + np.exp(-{0}))",
       lanes="1.0 / (1.0 + vexp(-{0}))",
       latex=r"\sigma\left({0}\right)", sympy=lambda sp, x: 1 / (1 + sp.exp(-x)),
-      spellings=("sigmoid", "expit"), method=True)
+      spellings=("sigmoid", "expit"), method=True, finite=True)
 _func("softplus", lambda x: np.maximum(x, 0.0) + np.log1p(np.exp(-np.abs(x))),
       lambda x, out: x.call("sigmoid"),
       py="(({0} if {0} > 0.0 else 0.0) + math.log1p(math.exp(-abs({0}))))",
       np_="(np.maximum({0}, 0.0) + np.log1p(np.exp(-np.abs({0}))))",
-      latex=r"\operatorname{{softplus}}\left({0}\right)", sympy=lambda sp, x: sp.log(1 + sp.exp(x)))
+      latex=r"\operatorname{{softplus}}\left({0}\right)", sympy=lambda sp, x: sp.log(1 + sp.exp(x)),
+      finite=True)
 
 
 def _minmax_partials(first_wins: str):
@@ -302,11 +309,11 @@ def _minmax_partials(first_wins: str):
 _op("min", 2, np.minimum, _minmax_partials("le"),
     "({0} if {0} <= {1} or {0} != {0} else {1})", "np.minimum({0}, {1})",
     latex=r"\min\left({0}, {1}\right)", sympy_names=("Min",), folds=True, smooth=False,
-    spellings=("min", "Min", "minimum"), vectorises=True)
+    spellings=("min", "Min", "minimum"), vectorises=True, finite=True)
 _op("max", 2, np.maximum, _minmax_partials("ge"),
     "({0} if {0} >= {1} or {0} != {0} else {1})", "np.maximum({0}, {1})",
     latex=r"\max\left({0}, {1}\right)", sympy_names=("Max",), folds=True, smooth=False,
-    spellings=("max", "Max", "maximum"), vectorises=True)
+    spellings=("max", "Max", "maximum"), vectorises=True, finite=True)
 _op("atan2", 2, np.arctan2,
     lambda a, out: (a[1] / (a[0] * a[0] + a[1] * a[1]), -a[0] / (a[0] * a[0] + a[1] * a[1])),
     "math.atan2({0}, {1})", "np.arctan2({0}, {1})", cost=TRANSCENDENTAL,
@@ -324,7 +331,7 @@ _op("hypot", 2, np.hypot, _hypot_partials,
     "float(np.hypot({0}, {1}))", "np.hypot({0}, {1})", nb="math.hypot({0}, {1})",
     cost=TRANSCENDENTAL,
     latex=r"\sqrt{{{0}^2 + {1}^2}}", sympy=lambda sp, a, b: sp.sqrt(a**2 + b**2),
-    smooth=False)  # a kink at the origin
+    smooth=False, finite=True)  # a kink at the origin
 
 
 seal_builtins()

@@ -49,6 +49,8 @@ class OpSpec:
     # unless infix); the first is how the text printer calls it
     sympy_names: tuple[str, ...] = ()  # SymPy classes that are this op, arguments in order
     method: bool = False  # a method of the graph tensors: t.exp()
+    finite: bool = False  # value and partials finite wherever the arguments are (overflow of
+    # products aside): derivatives through branches may drop their guard there (ad/guards.py)
 
     def __post_init__(self) -> None:
         default = {
