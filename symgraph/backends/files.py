@@ -58,11 +58,11 @@ def cache_folder(folder: Path | None) -> Path:
     temporary folder, with a warning that says why (once per folder and process)."""
     if folder is not None and folder in _usable:
         return _usable[folder]
-    reason = "no home folder" if folder is None else _unusable(folder)
+    reason = "no home folder" if folder is None else unwritable(folder)
     if reason is None:
         _usable[folder] = folder
         return folder
-    fallback = _temporary_folder()
+    fallback = temporary_folder()
     warnings.warn(f"symgraph: cannot use the cache folder {folder} ({reason}); using "
                   f"{fallback} (set {ENV_CACHE_DIR} to a writable folder to keep kernels "
                   "between runs)", RuntimeWarning, stacklevel=3)
@@ -71,7 +71,7 @@ def cache_folder(folder: Path | None) -> Path:
     return fallback
 
 
-def _unusable(folder: Path) -> str | None:
+def unwritable(folder: Path) -> str | None:
     """Why files cannot be made in `folder` (None: they can)."""
     import tempfile
 
@@ -84,7 +84,7 @@ def _unusable(folder: Path) -> str | None:
     return None
 
 
-def _temporary_folder() -> Path:
+def temporary_folder() -> Path:
     """``<tmp>/symgraph-<uid>``: made with mode 0700 and used only while this user owns it
     and no one else may write it (others could plant files there); else a new one."""
     import tempfile
@@ -95,7 +95,7 @@ def _temporary_folder() -> Path:
         folder.mkdir(mode=0o700, exist_ok=True)
         status = folder.lstat()
         if (folder.is_dir() and not folder.is_symlink() and status.st_uid == uid
-                and not status.st_mode & 0o022 and _unusable(folder) is None):
+                and not status.st_mode & 0o022 and unwritable(folder) is None):
             return folder
     except OSError:
         pass

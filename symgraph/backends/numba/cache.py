@@ -31,6 +31,8 @@ from typing import Any
 
 import numpy as np
 
+from .cache_files import checked
+
 _done: set[int] = set()  # ids of dispatchers already preloaded (they live as long as modules)
 _lock = threading.Lock()
 
@@ -48,6 +50,7 @@ def preload(dispatchers: Iterable[Any]) -> int:
     pending = [d for d in dispatchers if id(d) not in _done]
     if not pending:
         return 0
+    checked(pending)  # a damaged cache file: compiled again, never loaded
     try:
         from numba.core.compiler_lock import global_compiler_lock
         from numba.core.runtime import rtsys
@@ -100,6 +103,7 @@ def drop_if_changed(dispatchers: Iterable[Any], sources: Iterable[str]) -> bool:
     dispatchers = [d for d in dispatchers if getattr(d, "_cache", None) is not None]
     if not dispatchers:
         return False
+    checked(dispatchers)
     digest = hashlib.sha256()
     for source in sources:
         digest.update(Path(source).name.encode() + b"\0" + Path(source).read_bytes())
@@ -202,6 +206,7 @@ class Entry:
 
     def __init__(self, dispatcher: Any, stand_ins: tuple) -> None:
         self.dispatcher, self.stand_ins = dispatcher, stand_ins
+        checked((dispatcher,))
         self.call = entry_point(dispatcher, stand_ins)  # there already: no first-call detour
 
     def __call__(self, *args: Any) -> Any:
