@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import warnings
 from pathlib import Path
 from types import ModuleType
 
@@ -24,6 +25,7 @@ from ..backends.files import (  # noqa: F401  (where the runtime's callers find 
     default_cache_dir,
     import_file,
     read_text,
+    temporary_folder,
     write_atomically,
 )
 
@@ -57,7 +59,17 @@ def load_source(source: str, cache_dir: str | os.PathLike | None = None) -> tupl
     digest = source_digest(source)
     path = cache_dir_of(cache_dir) / f"sg_{digest}.py"
     if read_text(path) != source:
-        write_atomically(path, source)
+        try:
+            write_atomically(path, source)
+        except OSError as error:  # a full disk, say: a private temporary folder if it works
+            fallback = temporary_folder() / path.name
+            if fallback == path:
+                raise
+            warnings.warn(f"symgraph: cannot write {path} ({error.strerror or error}); "
+                          f"using {fallback}", RuntimeWarning, stacklevel=2)
+            path = fallback
+            if read_text(path) != source:
+                write_atomically(path, source)
     module = import_file(f"symgraph_generated_{digest}", path, source)
     module.__source__ = source
     return module, path

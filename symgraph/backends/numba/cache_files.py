@@ -75,7 +75,8 @@ def _unpickled(data: bytes) -> Any:
 
 def checked(dispatchers: Iterable[Any]) -> None:
     """Give each cached dispatcher in `dispatchers` the checked cache file (once), and make a
-    failure to load from its cache a compile, never an error."""
+    failure to load from its cache a compile, and a failure to save there (a full disk) no
+    failure of the call."""
     for dispatcher in dispatchers:
         cache = getattr(dispatcher, "_cache", None)
         cache_file = getattr(cache, "_cache_file", None)
@@ -84,6 +85,7 @@ def checked(dispatchers: Iterable[Any]) -> None:
         try:
             cache._cache_file = _checked_class()(cache_file)
             cache.load_overload = functools.partial(_load_overload, cache.load_overload)
+            cache.save_overload = functools.partial(_save_overload, cache.save_overload)
             cache._symgraph_checked = True
         except Exception:  # noqa: BLE001 - another Numba: its own cache, as it is
             continue
@@ -94,6 +96,13 @@ def _load_overload(load: Any, sig: Any, target_context: Any) -> Any:
         return load(sig, target_context)
     except Exception:  # noqa: BLE001 - a file that reads but does not rebuild: compile
         return None
+
+
+def _save_overload(save: Any, sig: Any, data: Any) -> None:
+    try:
+        save(sig, data)
+    except OSError:  # a full disk, a folder made read-only: only the saving is lost
+        pass
 
 
 @functools.cache
