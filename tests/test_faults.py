@@ -13,6 +13,7 @@ case again (`faulted`). The oracle is the gradient worked out by hand.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -64,6 +65,8 @@ for name, (k, backend, strategy) in cases.items():
     result["path"] = str(f.path) if f.path else None
     result["numba"] = numba_files(f) if backend == "numba" and strategy == "straight" else []
     out[name] = result
+from symgraph.backends.tape import passes
+out["passes"] = passes.split_blocks._cache._cache_file._index_path  # the tape builder's
 
 # The cache folder deleted between compile and first call (Numba's files too when they live
 # inside it): the kernels still compile and run.
@@ -222,33 +225,61 @@ def faulted(tmp_path_factory) -> dict:
     first = _child(cases, DELETED, env)
     for name, (k, _, _) in cases.items():
         assert _right(first[name], k), (name, first[name])
-    for name, fault in MODULE_FAULTS.items():
-        fault(Path(first[name]["path"]))
-    for name, fault in BYTECODE_FAULTS.items():
-        (kept,) = (folder / "__pycache__").glob(Path(first[name]["path"]).stem + ".*.sgc")
-        fault(kept)
-    for name, fault in RECORD_FAULTS.items():
-        fault(folder / _only(first[name]["new"], "expr_", ".json"))
-    other = folder / _only(first["module_edited"]["new"], "expr_", ".json")
-    shutil.copyfile(other, folder / _only(first[COPIED[0]]["new"], "expr_", ".json"))
-    shutil.copyfile(first["module_edited"]["path"], first[COPIED[1]]["path"])
-    for name, fault in TAPE_FAULTS.items():
-        tapes = [n for n in first[name]["new"] if n.startswith("tape_")]
-        assert tapes, name
-        for tape in tapes:
-            fault(folder / tape)
-    for name, (kind, fault) in NUMBA_FAULTS.items():
+    unapplied = {}  # case -> why its fault could not be made (the case then fails)
+
+    def damage(name: str, fault, where, *more) -> None:
+        try:
+            found = where(name, *more)
+            for path in found if isinstance(found, list) else [found]:
+                fault(path)
+        except Exception as error:  # noqa: BLE001 - (reported by the case's test)
+            unapplied[name] = f"{type(error).__name__}: {error}"
+
+    def module(name: str) -> Path:
+        return Path(first[name]["path"])
+
+    def record(name: str) -> Path:
+        return folder / _only(first[name]["new"], "expr_", ".json")
+
+    def bytecode(name: str) -> Path:
+        (kept,) = (folder / "__pycache__").glob(module(name).stem + ".*.sgc")
+        return kept
+
+    def tapes(name: str) -> list[Path]:
+        found = [folder / n for n in first[name]["new"] if n.startswith("tape_")]
+        assert found, "no tape kept"
+        return found
+
+    def machine_code(name: str, kind: str) -> list[Path]:
         indexes = [Path(p) for p in first[name]["numba"] if "_row-" in p and Path(p).is_file()]
-        files = indexes if kind == "nbi" else [
+        found = indexes if kind == "nbi" else [
             data for index in indexes for data in index.parent.glob(index.stem + ".*.nbc")]
-        assert files, name
-        for path in files:
-            fault(path)
+        assert found, "no cache file"
+        return found
+
+    for name, fault in MODULE_FAULTS.items():
+        damage(name, fault, module)
+    for name, fault in BYTECODE_FAULTS.items():
+        damage(name, fault, bytecode)
+    for name, fault in RECORD_FAULTS.items():
+        damage(name, fault, record)
+    # Valid files of another expression in their place.
+    damage(COPIED[0], functools.partial(shutil.copyfile, record("module_edited")), record)
+    damage(COPIED[1], functools.partial(shutil.copyfile, module("module_edited")), module)
+    for name, fault in TAPE_FAULTS.items():
+        damage(name, fault, tapes)
+    for name, (kind, fault) in NUMBA_FAULTS.items():
+        damage(name, fault, machine_code, kind)
+    # A package-level cached function's index too (the tape builder's pass, which the damaged
+    # tapes above run again): the same path the tape interpreter's own files take.
+    damage("tape_truncated", _truncate, lambda name: Path(first["passes"]))
     second = _child(cases, env=env)
-    return {"folder": folder, "cases": cases, "first": first, "second": second}
+    return {"folder": folder, "cases": cases, "first": first, "second": second,
+            "unapplied": unapplied}
 
 
 def _check(faulted: dict, names) -> None:
+    assert not set(names) & set(faulted["unapplied"]), faulted["unapplied"]
     wrong = {n: faulted["second"][n] for n in names
              if not _right(faulted["second"][n], faulted["cases"][n][0])}
     assert not wrong, wrong
@@ -294,6 +325,28 @@ def test_deleting_the_cache_folder_between_compile_and_first_call_works(faulted)
     wrong = {n: faulted["first"][n] for n, (k, _, _) in DELETED.items()
              if not _right(faulted["first"][n], k)}
     assert not wrong, wrong
+
+
+def test_the_tape_interpreters_damaged_cache_files_read_as_absent_never_as_an_error(tmp_path):
+    import copy
+
+    from symgraph.backends.numba.cache import dispatchers_of
+    from symgraph.backends.tape import passes
+    from symgraph.backends.tape.interpreter import interpreter_for
+
+    dispatchers = [d for d in dispatchers_of(interpreter_for().module) + dispatchers_of(passes)
+                   if hasattr(d._cache, "_cache_file")]  # (not the inlined helpers)
+    assert len(dispatchers) >= 10
+    for dispatcher in dispatchers:
+        cache_file = copy.copy(dispatcher._cache._cache_file)
+        assert dispatcher._cache._symgraph_checked and cache_file._version.endswith("sha256")
+        cache_file._index_path = str(tmp_path / "index.nbi")  # a copy: the real one stays
+        cache_file._save_index({"key": "data"})
+        assert cache_file._load_index() == {"key": "data"}
+        for fault in (_truncate, _flip, _garbage, lambda p: p.write_bytes(b"")):
+            cache_file._save_index({"key": "data"})
+            fault(tmp_path / "index.nbi")
+            assert cache_file._load_index() == {}
 
 
 def test_a_tape_with_indices_outside_its_registers_is_refused_before_it_runs():
