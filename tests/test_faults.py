@@ -190,6 +190,7 @@ NUMBA_FAULTS = {  # on the row kernel's index (.nbi) or its machine code (.nbc)
     "nbi_truncated": ("nbi", _truncate), "nbi_empty": ("nbi", lambda p: p.write_bytes(b"")),
     "nbi_flipped": ("nbi", _flip), "nbc_truncated": ("nbc", _truncate),
     "nbc_flipped": ("nbc", _flip), "nbc_garbage": ("nbc", _garbage),
+    "nbi_folder": ("nbi", _folder),
 }
 # Cases whose record is copied from another expression's (valid, but made for another key).
 COPIED = ("record_of_another_expression", "module_of_another_expression")
@@ -319,6 +320,9 @@ def test_damaged_tapes_and_tapes_with_out_of_range_operands_are_rebuilt_never_ru
 
 def test_damaged_numba_index_or_machine_code_compiles_again(faulted):
     _check(faulted, NUMBA_FAULTS)
+    for name in NUMBA_FAULTS:  # and is saved again: the process after needs no compile
+        assert all(Path(p).is_file() for p in faulted["second"][name]["numba"]
+                   if "value_grad_row" in p), name
 
 
 def test_deleting_the_cache_folder_between_compile_and_first_call_works(faulted):
@@ -595,7 +599,7 @@ CONCURRENT = r"""
 import sys
 import symgraph as sg
 out = []
-for k in range(1, 6):
+for k in range(1, 4):
     f = sg.compile(f"x**3 + {k}*x*y", ["x", "y"], backend=sys.argv[1])
     out.append(f.grad(2.0, 3.0).tolist())
 print(out)
@@ -606,8 +610,8 @@ def test_processes_sharing_one_cache_folder_all_get_the_right_numbers(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "SYMGRAPH_CACHE_DIR": str(tmp_path)}
     runs = [subprocess.Popen([sys.executable, "-c", CONCURRENT, backend], env=env,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            for backend in ("python", "python", "python", "numba")]
-    expected = str([_expected(k) for k in range(1, 6)])
+            for backend in ("python", "python", "numba")]
+    expected = str([_expected(k) for k in range(1, 4)])
     for run in runs:
         out, err = run.communicate(timeout=600)
         assert run.returncode == 0, err[-3000:]

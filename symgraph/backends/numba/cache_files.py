@@ -56,6 +56,14 @@ def _checked_class() -> type:
                 return {}
             return overloads if stamp == self._source_stamp else {}
 
+        def _save_index(self, overloads: dict) -> None:
+            _clear_folder(self._index_path)
+            super()._save_index(overloads)
+
+        def _save_data(self, name: str, data: Any) -> None:
+            _clear_folder(self._data_path(name))
+            super()._save_data(name, data)
+
         def _load_data(self, name: str) -> Any:
             with open(self._data_path(name), "rb") as f:
                 data = f.read()
@@ -65,6 +73,15 @@ def _checked_class() -> type:
                 raise OSError(f"damaged cache file {name}") from error
 
     return CheckedCacheFile
+
+
+def _clear_folder(path: str) -> None:
+    """Remove a folder where a cache file belongs (a damaged cache), so the file can be
+    written: otherwise every process compiles again and fails to save."""
+    if os.path.isdir(path) and not os.path.islink(path):
+        import shutil
+
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def _unpickled(data: bytes) -> Any:
