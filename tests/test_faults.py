@@ -195,16 +195,18 @@ NUMBA_FAULTS = {  # on the row kernel's index (.nbi) or its machine code (.nbc)
     "nbi_flipped": ("nbi", _flip), "nbc_truncated": ("nbc", _truncate),
     "nbc_flipped": ("nbc", _flip), "nbc_garbage": ("nbc", _garbage),
     "nbi_folder": ("nbi", _folder),
+    "nbc_of_another_kernel": ("nbc", None),  # (another case's valid machine code copied in)
 }
-# Cases whose record is copied from another expression's (valid, but made for another key).
-COPIED = ("record_of_another_expression", "module_of_another_expression")
+# Cases whose record, module or tapes are another expression's (valid, but not theirs).
+COPIED = ("record_of_another_expression", "module_of_another_expression",
+          "tapes_of_another_expression")
 
 
 def _cases() -> dict[str, tuple[int, str, str]]:
-    names = [*MODULE_FAULTS, *BYTECODE_FAULTS, *RECORD_FAULTS, *COPIED]
+    names = [*MODULE_FAULTS, *BYTECODE_FAULTS, *RECORD_FAULTS, *COPIED[:2]]
     cases = {name: (k, "python", "straight") for k, name in enumerate(names, 1)}
     base = len(cases)
-    for k, name in enumerate(TAPE_FAULTS, base + 1):
+    for k, name in enumerate([*TAPE_FAULTS, COPIED[2]], base + 1):
         cases[name] = (k, "numba", "tape")
     base = len(cases)
     for k, name in enumerate(NUMBA_FAULTS, base + 1):
@@ -271,10 +273,20 @@ def faulted(tmp_path_factory) -> dict:
     # Valid files of another expression in their place.
     damage(COPIED[0], functools.partial(shutil.copyfile, record("module_edited")), record)
     damage(COPIED[1], functools.partial(shutil.copyfile, module("module_edited")), module)
+    def program(path: Path) -> str:  # tape_<key>_<program>.npz
+        return path.name.split("_", 2)[2]
+
+    theirs = {program(path): path.read_bytes() for path in tapes("tape_truncated")}
+
+    def copy_tape(path: Path) -> None:
+        path.write_bytes(theirs[program(path)])
+
+    damage(COPIED[2], copy_tape, tapes)
     for name, fault in TAPE_FAULTS.items():
         damage(name, fault, tapes)
+    other_code = machine_code("nbi_truncated", "nbc")[0].read_bytes()  # (before its damage)
     for name, (kind, fault) in NUMBA_FAULTS.items():
-        damage(name, fault, machine_code, kind)
+        damage(name, fault or (lambda path: path.write_bytes(other_code)), machine_code, kind)
     # A package-level cached function's index too (the tape builder's pass, which the damaged
     # tapes above run again): the same path the tape interpreter's own files take.
     damage("tape_truncated", _truncate, lambda name: Path(first["passes"]))
@@ -319,7 +331,7 @@ def test_damaged_malformed_or_foreign_records_are_rebuilt_and_replaced(faulted):
 
 
 def test_damaged_tapes_and_tapes_with_out_of_range_operands_are_rebuilt_never_run(faulted):
-    _check(faulted, TAPE_FAULTS)
+    _check(faulted, [*TAPE_FAULTS, COPIED[2]])
 
 
 def test_damaged_numba_index_or_machine_code_compiles_again(faulted):

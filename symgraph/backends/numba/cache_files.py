@@ -5,7 +5,8 @@ holds each signature) and data files (``.nbc``: the machine code), both plain pi
 truncated one raises from the dispatcher's first call in every later process (for the tape
 interpreter: every tape, and `symgraph precompile`), and a flipped bit in machine code is
 loaded as it is. `checked` gives symgraph's dispatchers a cache file that writes a SHA-256
-of each pickle before it and reads a file only when the digest matches: anything else reads
+of the file's name and pickle before each pickle and reads a file only when the digest
+matches (so another function's valid file copied in its place fails too): anything else reads
 as absent, so the function compiles and its files are written anew. Its index names a
 version of its own, so stock Numba reading it sees another version's cache (and compiles),
 and a stock index reads here as absent: neither side ever unpickles the other's files.
@@ -40,10 +41,6 @@ def _checked_class() -> type:
             self.__dict__.update(vars(original))  # the same folder, names and source stamp
             self._version = f"{original._version}{_TAG}"
 
-        def _dump(self, obj: Any) -> bytes:
-            data = pickle.dumps(obj, protocol=-1)
-            return hashlib.sha256(data).digest() + data
-
         def _load_index(self) -> dict:
             try:
                 with open(self._index_path, "rb") as f:
@@ -51,24 +48,29 @@ def _checked_class() -> type:
                     data = f.read()
                 if version != self._version:
                     return {}
-                stamp, overloads = _unpickled(data)
+                stamp, overloads = _unpickled(self._index_name, data)
             except Exception:  # noqa: BLE001 - missing or damaged: no entries (saved anew)
                 return {}
             return overloads if stamp == self._source_stamp else {}
 
         def _save_index(self, overloads: dict) -> None:
             _clear_folder(self._index_path)
-            super()._save_index(overloads)
+            data = _pickled(self._index_name, (self._source_stamp, overloads))
+            with self._open_for_write(self._index_path) as f:
+                pickle.dump(self._version, f, protocol=-1)
+                f.write(data)
 
         def _save_data(self, name: str, data: Any) -> None:
             _clear_folder(self._data_path(name))
-            super()._save_data(name, data)
+            data = _pickled(name, data)
+            with self._open_for_write(self._data_path(name)) as f:
+                f.write(data)
 
         def _load_data(self, name: str) -> Any:
             with open(self._data_path(name), "rb") as f:
                 data = f.read()
             try:
-                return _unpickled(data)
+                return _unpickled(name, data)
             except Exception as error:  # noqa: BLE001 - `load` takes an OSError as absent
                 raise OSError(f"damaged cache file {name}") from error
 
@@ -84,8 +86,15 @@ def _clear_folder(path: str) -> None:
         shutil.rmtree(path, ignore_errors=True)
 
 
-def _unpickled(data: bytes) -> Any:
-    if len(data) < 32 or hashlib.sha256(data[32:]).digest() != data[:32]:
+def _pickled(name: str, obj: Any) -> bytes:
+    """`obj` pickled, after a digest of the file's name and the pickle: another function's
+    file copied in its place (valid, but not its machine code) does not match either."""
+    data = pickle.dumps(obj, protocol=-1)
+    return hashlib.sha256(name.encode() + b"\0" + data).digest() + data
+
+
+def _unpickled(name: str, data: bytes) -> Any:
+    if len(data) < 32 or hashlib.sha256(name.encode() + b"\0" + data[32:]).digest() != data[:32]:
         raise ValueError("digest mismatch")
     return pickle.loads(data[32:])
 
