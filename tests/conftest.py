@@ -26,7 +26,7 @@ import pytest
 # backend is Numba; the tape is a Numba interpreter).
 NUMBA_PARAMS = {"backend": {"numba", "lanes"}, "strategy": {"straight", "tape"}}
 # Fixtures that compile Numba code (in the test process or in subprocesses).
-NUMBA_FIXTURES = {"use_kernel", "first_run", "client", "example_outputs"}
+NUMBA_FIXTURES = {"use_kernel", "first_run", "client", "example_outputs", "faulted", "full_disk"}
 # Files of the Numba backend's own tests: nearly every test there compiles or runs Numba code.
 NUMBA_FILES = {"test_batching.py", "test_emit_batch.py", "test_numba_cache.py", "test_tape.py",
                "test_vecmath.py", "test_dask.py"}
@@ -49,6 +49,12 @@ NUMBA_TESTS = {
         "test_records_are_keyed_by_symgraphs_own_code",
         "test_programs_too_long_to_be_worth_keeping_are_not_kept",
     },
+    "test_faults.py": {
+        "test_a_tape_with_indices_outside_its_registers_is_refused_before_it_runs",
+        "test_the_tape_interpreters_damaged_cache_files_read_as_absent_never_as_an_error",
+        "test_a_read_only_install_without_a_writable_home_compiles_in_a_temporary_folder",
+        "test_processes_sharing_one_cache_folder_all_get_the_right_numbers",
+    },
     "test_outputs.py": {"test_api_batches_in_a_loop_give_fresh_results_each_time"},
     "test_register_op.py": {"test_cache_keys_and_sources_follow_the_table"},
     "test_tape_table.py": {"test_a_standard_tape_pickles_without_its_interpreters_source",
@@ -65,6 +71,7 @@ SLOW_TESTS = {
     "test_printer.py": {"test_parse_of_to_text_is_the_same_node"},
     "test_emit.py": {"test_source_is_byte_identical_across_hash_seeds"},
     "test_cli.py": {"test_codegen_output_runs_in_a_fresh_interpreter_without_symgraph"},
+    "test_faults.py": {"test_a_second_user_reuses_a_shared_cache_folder_without_rewriting_it"},
     "test_static_dynamic.py": {"test_example_prints_the_texts_numbers_and_a_diagram"},
     "test_op_table_complete.py": {"test_the_shared_strategy_draws_the_op"},
     "test_numpy_protocol.py": {"test_a_function_of_ten_thousand_elements_traces_without_recursion"},

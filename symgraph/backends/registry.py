@@ -19,6 +19,7 @@ from ..lower.programs import build_programs, describe
 from ..lower.schedule import Program
 from ..version import __version__
 from .numba.cache import dispatchers_of, preload
+from .numba.cache_files import checked
 from .numba.emit import emit_numba, emit_numba_standalone
 from .python import emit_python
 
@@ -61,6 +62,7 @@ class Backend:
 
 def _load_numba(module: ModuleType) -> None:
     # The entry points' cached machine code, without Numba's per-process set-up.
+    checked(dispatchers_of(module))  # every kernel's cache files: damaged ones compile again
     preload(dispatchers_of(module, ("_row", "_chunks")))
 
 

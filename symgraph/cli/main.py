@@ -13,7 +13,6 @@ import os
 import sys
 import traceback
 from collections.abc import Callable, Sequence
-from pathlib import Path
 
 from ..ad.differentiate import MAX_ORDER
 from ..backends.registry import BACKENDS
@@ -145,20 +144,21 @@ def cmd_graph(args: argparse.Namespace) -> str | None:
         sys.stdout.buffer.write(data)
         sys.stdout.buffer.flush()
         return None
-    from ..runtime.loading import write_atomically
+    from .output import write_output
 
-    write_atomically(Path(args.output), data)
+    write_output(args.output, data)
     print(f"{PROG}: wrote {args.output} (a PNG picture)", file=sys.stderr)
     return None
 
 
 def _emit(args: argparse.Namespace, text: str, what: str) -> str | None:
-    """Text for standard output, or written atomically to -o (no partial file on failure)."""
+    """Text for standard output, or written to -o: atomically to a regular file (no partial
+    file on failure), through to a device or FIFO (`output.write_output`)."""
     if getattr(args, "output", None) is None:
         return text
-    from ..runtime.loading import write_atomically
+    from .output import write_output
 
-    write_atomically(Path(args.output), text)
+    write_output(args.output, text)
     print(f"{PROG}: wrote {args.output} ({what})", file=sys.stderr)
     return None
 

@@ -29,18 +29,25 @@ from ..lower.programs import build_programs
 from ..lower.schedule import Program
 from .batching import rows_per_thread, run_batch, run_shared
 from .expression_cache import expression_key, load_programs, load_tape, save_programs, save_tape
-from .loading import default_cache_dir, load_source
+from .loading import cache_dir_of, kept_source, load_source
 
 Kernel = Callable[[np.ndarray, np.ndarray], None]
 _CHUNK_TYPES = (np.empty((0, 0)), np.empty((0, 0)), np.zeros(2, np.int64))  # X, OUT, claims
 
 
-def _read_kept_module(folder: Path, name: str | None) -> str | None:
-    """The text of a generated module a record names, if it is still there."""
-    try:
-        return (folder / name).read_text(encoding="utf-8") if name else None
-    except OSError:
-        return None
+def _usable(kept: tuple[list[Program], dict] | None, products: Sequence[Product],
+            strategies: Sequence[str]) -> bool:
+    """Whether a record read back describes what `build` makes: one program per product, a
+    strategy the backend has, and lists of program names (a record can parse and still be
+    none of these)."""
+    if kept is None:
+        return False
+    programs, record = kept
+    names = [p.name for p in programs]
+    on_tape = record.get("on_tape", [])
+    return (sorted(names) == sorted(p.name for p in products)
+            and record.get("strategy") in strategies
+            and isinstance(on_tape, list) and all(name in names for name in on_tape))
 
 
 class Build:
@@ -139,12 +146,16 @@ def build(outputs: Sequence[Node], args: Sequence[Node], wrt: Sequence[Node], *,
     back from the expression cache, or differentiated, scheduled, rendered (or taped) and
     kept there."""
     fixed = backend.strategy(strategy)  # refuses a strategy the backend lacks, before any work
-    folder = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    folder = cache_dir_of(cache_dir)
     key = expression_key(outputs, args, wrt, backend=backend.name,
                          products=[p.name for p in products], strategy=strategy)
     kept = load_programs(folder, key)
+    if not _usable(kept, products, backend.strategies):
+        kept = None
     record = kept[1] if kept is not None else {}
-    source = _read_kept_module(folder, record.get("module"))
+    # Only a module whose text is the one its name is the digest of (an edited copy: built
+    # again).
+    source = kept_source(folder, record.get("module")) if kept is not None else None
     if kept is not None and (source is not None or record.get("strategy") == TAPE):
         programs, chosen = kept[0], record["strategy"]
     else:  # differentiate, schedule (and below, render)
@@ -159,7 +170,7 @@ def build(outputs: Sequence[Node], args: Sequence[Node], wrt: Sequence[Node], *,
         module, path = tape_module(folder, key, programs), None
     else:
         source = source or render_source(programs, outputs, args, backend)
-        module, path = load_source(source, cache_dir)
+        module, path = load_source(source, folder)
         backend.load(module)
     built = Build(backend, chosen, products, programs, module, path, source, folder, key)
     built._run_on_tape(record.get("on_tape"))

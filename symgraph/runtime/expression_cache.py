@@ -6,10 +6,13 @@ options, a fingerprint of symgraph's own source and a digest of the op table's c
 (`ops.table_digest`: registered ops live in no package file), so any change to symgraph or to
 the table makes new records. A record holds the programs (JSON: a step is [target, op,
 operands, comment], an operand a name, [name] for a negated name, or a number) and the name of
-the generated module; tapes are kept beside it as .npz arrays. Files are written atomically and
-anything unreadable counts as absent, so the worst a damaged cache costs is the work it would
-have saved. Programs longer than `MAX_RECORD_STEPS` are not kept: writing them would cost more
-than it saves.
+the generated module; tapes are kept beside it as .npz arrays. Files are written atomically
+and each carries a digest of its key and contents (a record's first line; a tape's `digest`
+array), checked before use: anything unreadable, damaged or made for another key counts as
+absent and is built again, so the worst a damaged cache costs is the work it would have
+saved. Saving is optional too: a full disk or a read-only folder only loses the saving (a
+warning says so once). Programs longer than `MAX_RECORD_STEPS` are not kept: writing them
+would cost more than it saves.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import functools
 import hashlib
 import io
 import json
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,7 +37,7 @@ from .loading import write_atomically
 if TYPE_CHECKING:
     from ..backends.tape.module import Tape
 
-FORMAT = 2  # 2: typed operands
+FORMAT = 3  # 2: typed operands; 3: digests
 MAX_RECORD_STEPS = 100_000
 _TAPE_ARRAYS = ("opcodes", "operands", "targets", "blocks", "constants", "outputs", "step_of")
 
@@ -73,21 +77,56 @@ def save_programs(folder: Path, key: str, programs: Sequence[Program], **extra: 
                                        s.comment) for s in p.steps],
                             "outputs": [(label, _encode(o)) for label, o in p.outputs]}
                            for p in programs], **extra}
-    write_atomically(folder / f"expr_{key}.json", json.dumps(record, separators=(",", ":")))
+    body = json.dumps(record, separators=(",", ":")).encode()
+    _save(folder / f"expr_{key}.json", _digest(key, body).encode() + b"\n" + body)
 
 
 def load_programs(folder: Path, key: str) -> tuple[list[Program], dict] | None:
-    """The programs kept under `key` and the record's other entries, or None."""
+    """The programs kept under `key` and the record's other entries, or None (also when the
+    record is damaged, made for another key, or not what `save_programs` writes)."""
     try:
-        record = json.loads((folder / f"expr_{key}.json").read_bytes())
-        programs = [Program(p["name"], tuple(p["inputs"]),
-                            tuple(Step(t, op, tuple(map(_decode, operands)), note)
+        digest, _, body = (folder / f"expr_{key}.json").read_bytes().partition(b"\n")
+        if digest.decode("ascii") != _digest(key, body):
+            return None
+        record = json.loads(body)
+        programs = [Program(_text(p["name"]), tuple(map(_text, p["inputs"])),
+                            tuple(Step(_text(t), _text(op), tuple(map(_decode, operands)),
+                                       _text(note))
                                   for t, op, operands, note in p["steps"]),
-                            tuple((label, _decode(operand)) for label, operand in p["outputs"]))
+                            tuple((_text(label), _decode(operand))
+                                  for label, operand in p["outputs"]))
                     for p in record.pop("programs")]
-    except (OSError, ValueError, KeyError, TypeError, IndexError):
+    except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError):
+        return None
+    if not programs or not isinstance(record, dict):
         return None
     return programs, record
+
+
+def _digest(key: str, data: bytes) -> str:
+    return hashlib.sha256(key.encode() + b"\0" + data).hexdigest()
+
+
+def _text(value: Any) -> str:
+    if type(value) is not str:
+        raise TypeError(f"not a name: {value!r}")
+    return value
+
+
+_unsaved: set[tuple[Path, int | None]] = set()  # (folder, errno) already warned of
+
+
+def _save(path: Path, data: bytes) -> None:
+    """Keep `data` at `path` if the disk allows: a record only saves work, so a full disk or a
+    read-only folder costs the saving, never the call (a warning says so once)."""
+    try:
+        write_atomically(path, data)
+    except OSError as error:
+        if (path.parent, error.errno) not in _unsaved:
+            _unsaved.add((path.parent, error.errno))
+            warnings.warn(f"symgraph: could not keep {path.name} in {path.parent} "
+                          f"({error.strerror or error}); it is built again next time",
+                          RuntimeWarning, stacklevel=4)
 
 
 def _encode(operand: Operand) -> str | list[str] | float:
@@ -118,21 +157,37 @@ def save_tape(folder: Path, key: str, tape: Tape) -> None:
         return
     arrays = {name: getattr(tape, name) for name in _TAPE_ARRAYS}
     arrays["n_registers"] = np.array(tape.n_registers)
+    arrays["digest"] = np.frombuffer(_tape_digest(key, tape.name, arrays), np.uint8)
     data = io.BytesIO()
     np.savez(data, **arrays)
-    write_atomically(_tape_path(folder, key, tape.name), data.getvalue())
+    _save(_tape_path(folder, key, tape.name), data.getvalue())
+
+
+def _tape_digest(key: str, name: str, arrays: dict[str, np.ndarray]) -> bytes:
+    digest = hashlib.sha256(f"{key}\0{name}".encode())
+    for label in (*_TAPE_ARRAYS, "n_registers"):
+        array = arrays[label]
+        digest.update(f"\0{label}\0{array.dtype.str}\0{array.shape}\0".encode())
+        digest.update(np.ascontiguousarray(array).tobytes())
+    return digest.digest()
 
 
 def load_tape(folder: Path, key: str, program: Program) -> Tape | None:
-    """The tape of `program` kept under `key`, or None."""
+    """The tape of `program` kept under `key`, or None (also when the file is damaged, made
+    for another key or program, or its arrays do not make a tape the interpreter can run)."""
     try:
-        with np.load(_tape_path(folder, key, program.name)) as data:
-            arrays = {name: data[name] for name in _TAPE_ARRAYS}
-            n_registers = int(data["n_registers"])
-    except (OSError, ValueError, KeyError):
+        with np.load(_tape_path(folder, key, program.name), allow_pickle=False) as data:
+            arrays = {name: data[name] for name in (*_TAPE_ARRAYS, "n_registers", "digest")}
+        if arrays.pop("digest").tobytes() != _tape_digest(key, program.name, arrays):
+            return None
+        n_registers = int(arrays.pop("n_registers"))
+    except Exception:  # noqa: BLE001 - whatever a damaged file raises (zip, CRC, EOF, ...)
         return None
     from ..backends.tape.module import Tape  # imports the interpreter: only when a tape is wanted
 
-    return Tape(program.name, tuple(program.inputs),
-                tuple(label for label, _ in program.outputs), n_registers, steps=program.steps,
-                **arrays)
+    try:  # (the tape checks its arrays' shapes and bounds)
+        return Tape(program.name, tuple(program.inputs),
+                    tuple(label for label, _ in program.outputs), n_registers,
+                    steps=program.steps, **arrays)
+    except ValueError:
+        return None

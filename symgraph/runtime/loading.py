@@ -2,7 +2,9 @@
 
 Files are written atomically (temporary file + rename) and never rewritten once present, so a
 second process finds the same file, imports it, and Numba's own on-disk cache (which is keyed by
-the file's path and timestamp) gives back the machine code without compiling again.
+the file's path and timestamp) gives back the machine code without compiling again. A file
+whose text is not the source it is named for (edited, truncated, bit-flipped, not UTF-8, a
+folder) is written again before it is imported: nothing runs that does not match its digest.
 Real files also make tracebacks, `inspect.getsource` and debuggers work on generated code.
 A Numba module's text names the digest of symgraph's Numba runtime, which its machine code
 holds too, so another runtime gives another file (`backends.numba.cache.runtime_digest`).
@@ -13,13 +15,17 @@ from __future__ import annotations
 
 import hashlib
 import os
+import warnings
 from pathlib import Path
 from types import ModuleType
 
 from ..backends.files import (  # noqa: F401  (where the runtime's callers find them)
     ENV_CACHE_DIR,
+    cache_folder,
     default_cache_dir,
     import_file,
+    read_text,
+    temporary_folder,
     write_atomically,
 )
 
@@ -28,13 +34,42 @@ def source_digest(source: str) -> str:
     return hashlib.sha256(source.encode()).hexdigest()[:24]
 
 
+def module_name(source: str) -> str:
+    """The file name `load_source` keeps `source` under: ``sg_<digest>.py``."""
+    return f"sg_{source_digest(source)}.py"
+
+
+def kept_source(folder: Path, name: object) -> str | None:
+    """The text of the generated module file `name` in `folder` if it is the text its name
+    is the digest of (None otherwise: missing, damaged, edited, or not such a name)."""
+    if not (isinstance(name, str) and name.startswith("sg_") and name.endswith(".py")):
+        return None
+    text = read_text(folder / name)
+    return text if text is not None and module_name(text) == name else None
+
+
+def cache_dir_of(cache_dir: str | os.PathLike | None) -> Path:
+    """The folder generated files go to: `cache_dir`, else the default, either replaced by a
+    temporary folder (with a warning) when it cannot be written."""
+    return cache_folder(Path(cache_dir)) if cache_dir is not None else default_cache_dir()
+
+
 def load_source(source: str, cache_dir: str | os.PathLike | None = None) -> tuple[ModuleType, Path]:
     """Import `source` as a module from ``<cache_dir>/sg_<digest>.py``; returns (module, path)."""
     digest = source_digest(source)
-    folder = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-    path = folder / f"sg_{digest}.py"
-    if not (path.is_file() and path.read_text(encoding="utf-8") == source):
-        write_atomically(path, source)
-    module = import_file(f"symgraph_generated_{digest}", path)
+    path = cache_dir_of(cache_dir) / f"sg_{digest}.py"
+    if read_text(path) != source:
+        try:
+            write_atomically(path, source)
+        except OSError as error:  # a full disk, say: a private temporary folder if it works
+            fallback = temporary_folder() / path.name
+            if fallback == path:
+                raise
+            warnings.warn(f"symgraph: cannot write {path} ({error.strerror or error}); "
+                          f"using {fallback}", RuntimeWarning, stacklevel=2)
+            path = fallback
+            if read_text(path) != source:
+                write_atomically(path, source)
+    module = import_file(f"symgraph_generated_{digest}", path, source)
     module.__source__ = source
     return module, path

@@ -31,6 +31,9 @@ from typing import Any
 
 import numpy as np
 
+from ..files import read_text
+from .cache_files import checked
+
 _done: set[int] = set()  # ids of dispatchers already preloaded (they live as long as modules)
 _lock = threading.Lock()
 
@@ -48,6 +51,7 @@ def preload(dispatchers: Iterable[Any]) -> int:
     pending = [d for d in dispatchers if id(d) not in _done]
     if not pending:
         return 0
+    checked(pending)  # a damaged cache file: compiled again, never loaded
     try:
         from numba.core.compiler_lock import global_compiler_lock
         from numba.core.runtime import rtsys
@@ -107,18 +111,28 @@ def drop_if_changed(dispatchers: Iterable[Any], sources: Iterable[str]) -> bool:
     dropped = False
     try:
         stamp = Path(dispatchers[0]._cache.cache_path) / f"{name}.symgraph-deps"
-        if stamp.is_file() and stamp.read_text() == digest.hexdigest():
+        if read_text(stamp) == digest.hexdigest():  # (damaged: read as different)
             return False
         for dispatcher in dispatchers:
-            if dispatcher._cache._cache_file._load_index():  # (a missing index reads as {})
+            try:
+                kept = dispatcher._cache._cache_file._load_index()  # (missing: {})
+            except Exception:  # noqa: BLE001 - a damaged index: dropped too
+                kept = True
+            if kept:
                 dispatcher._cache.flush()
                 dropped = True
         stamp.parent.mkdir(parents=True, exist_ok=True)
         partial = stamp.with_name(f".{stamp.name}.{os.getpid()}")  # no reader sees half of it
         partial.write_text(digest.hexdigest())
+        if stamp.is_dir() and not stamp.is_symlink():  # a damaged cache: else dropped each time
+            import shutil
+
+            shutil.rmtree(stamp, ignore_errors=True)
         os.replace(partial, stamp)
     except OSError:
         pass
+    finally:
+        checked(dispatchers)  # from here on, a damaged cache file compiles again
     return dropped
 
 
@@ -202,6 +216,7 @@ class Entry:
 
     def __init__(self, dispatcher: Any, stand_ins: tuple) -> None:
         self.dispatcher, self.stand_ins = dispatcher, stand_ins
+        checked((dispatcher,))
         self.call = entry_point(dispatcher, stand_ins)  # there already: no first-call detour
 
     def __call__(self, *args: Any) -> Any:

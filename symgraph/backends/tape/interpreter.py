@@ -51,9 +51,10 @@ from typing import Any
 import numpy as np
 
 from ...ir.ops import OPS
-from ..files import default_cache_dir, import_file, write_atomically
+from ..files import default_cache_dir, import_file, read_text, write_atomically
 from ..numba import vecmath
-from ..numba.cache import drop_if_changed
+from ..numba.cache import dispatchers_of, drop_if_changed
+from ..numba.cache_files import checked, place_cache
 from .opcodes import InstructionSet, instruction_set
 
 VECMATH_NAMES = frozenset(name for name in vars(vecmath) if not name.startswith("__"))
@@ -66,6 +67,7 @@ class Interpreter:
 
     def __init__(self, module: ModuleType, standard: bool) -> None:
         self.module, self.standard = module, standard
+        checked(dispatchers_of(module))  # `run` and the helpers the entry points compile with
         self.table: str = module.TABLE  # the digest of its instruction set
         self.names: tuple[str, ...] = tuple(module.INSTRUCTION_NAMES)
         self.arities: tuple[int, ...] = tuple(module.ARITIES)
@@ -123,6 +125,7 @@ def _of(instructions: InstructionSet) -> Interpreter:
 
 
 def _standard() -> Interpreter | None:
+    place_cache()  # before its cache=True functions are defined
     try:
         module = importlib.import_module(".standard", __package__)
     except Exception:  # noqa: BLE001 - missing or broken: tapes run on a generated copy
@@ -132,6 +135,7 @@ def _standard() -> Interpreter | None:
     found = _by_digest.get(module.TABLE)
     if found is None:
         # Numba's cache checks only that file; its machine code also holds vecmath's functions.
+        checked(dispatchers_of(module))  # before anything reads its cache files
         drop_if_changed([getattr(module, name) for name in ENTRY_POINTS], _inlined_files())
         found = _by_digest[module.TABLE] = Interpreter(module, standard=True)
     return found if found.standard else None
@@ -176,9 +180,9 @@ def _generated_module(source: str) -> ModuleType:
         digest.update(b"\0" + path.name.encode() + b"\0" + path.read_bytes())
     name = f"symgraph_tape_interpreter_{digest.hexdigest()[:24]}"
     path = default_cache_dir() / "tape" / f"{name.removeprefix('symgraph_')}.py"
-    if not (path.is_file() and path.read_text(encoding="utf-8") == source):
+    if read_text(path) != source:  # missing or damaged (truncated, edited, a folder): anew
         write_atomically(path, source)
-    return import_file(name, path)
+    return import_file(name, path, source)
 
 
 _current = interpreter_for()

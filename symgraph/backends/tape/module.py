@@ -43,6 +43,9 @@ class Tape:
     def __post_init__(self) -> None:
         if self.interpreter is None:
             object.__setattr__(self, "interpreter", interpreter_for())
+        problem = _problem(self)
+        if problem:  # the interpreter indexes without checks: a bad index would be a crash
+            raise ValueError(f"tape {self.name!r} cannot run: {problem}")
 
     @property
     def n_inputs(self) -> int:
@@ -61,6 +64,53 @@ class Tape:
     def stripped(self) -> Tape:
         """The tape without its program steps (small to pickle; prints without comments)."""
         return replace(self, steps=())
+
+
+_INT_ARRAYS = ("opcodes", "operands", "targets", "blocks", "outputs", "step_of")
+
+
+def _problem(tape: Tape) -> str | None:
+    """Why the interpreter cannot run `tape` safely (None: it can): each array of its dtype and
+    shape, every code an instruction of the interpreter, every register index in the register
+    file, blocks that cover the instructions in runs of one op no longer than MAX_BLOCK. A tape
+    read from a file (or unpickled) may be anything; these hold for every tape the builder
+    makes."""
+    for name in _INT_ARRAYS:
+        array = getattr(tape, name)
+        if not isinstance(array, np.ndarray) or array.dtype != np.int32:
+            return f"{name} is not an int32 array"
+    if not isinstance(tape.constants, np.ndarray) or tape.constants.dtype != np.float64:
+        return "constants is not a float64 array"
+    n, registers = len(tape.opcodes), tape.n_registers
+    shapes = {"opcodes": (n,), "operands": (n, 3), "targets": (n,), "step_of": (n,)}
+    for name, shape in shapes.items():
+        if getattr(tape, name).shape != shape:
+            return f"{name} has shape {getattr(tape, name).shape}, not {shape}"
+    if (tape.blocks.ndim, tape.constants.ndim, tape.outputs.ndim) != (1, 1, 1):
+        return "blocks, constants and outputs must be one-dimensional"
+    if not isinstance(registers, int) or registers < tape.n_inputs + len(tape.constants):
+        return f"{registers!r} registers cannot hold its inputs and constants"
+    if len(tape.outputs) != len(tape.output_labels):
+        return f"{len(tape.outputs)} outputs for {len(tape.output_labels)} labels"
+    for name in ("operands", "targets", "outputs"):
+        array = getattr(tape, name)
+        if array.size and (array.min() < 0 or array.max() >= registers):
+            return f"{name} index a register outside 0 .. {registers - 1}"
+    if n and (tape.opcodes.min() < 0 or tape.opcodes.max() >= len(tape.interpreter.names)):
+        return "an opcode is not an instruction of its interpreter"
+    blocks = tape.blocks.astype(np.int64)
+    if len(blocks) < 1 or blocks[0] != 0 or blocks[-1] != n:
+        return f"blocks do not run from 0 to {n}"
+    sizes = np.diff(blocks)
+    if sizes.size and sizes.min() < 1:
+        return "a block is empty"
+    ops = tape.opcodes[blocks[:-1]]
+    if n and np.any(tape.opcodes != np.repeat(ops, sizes)):
+        return "a block mixes ops"
+    gathered = tape.interpreter.vector[ops] | (ops == SINCOS)  # through a MAX_BLOCK buffer
+    if np.any(sizes[gathered] > tape.interpreter.max_block):
+        return f"a vector block is longer than {tape.interpreter.max_block} instructions"
+    return None
 
 
 def tape_text(tape: Tape) -> str:

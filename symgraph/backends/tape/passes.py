@@ -9,12 +9,17 @@ table is passed in (the number of codes, which codes are vector ops).
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 from numba import njit
 
-from ..numba.cache import drop_if_changed
+from ..numba.cache import dispatchers_of, drop_if_changed
+from ..numba.cache_files import checked, place_cache
 from . import opcodes
 from .opcodes import SINCOS
+
+place_cache()  # before the cache=True functions: Numba refuses them with nowhere to cache
 
 
 @njit(cache=True, nogil=True)
@@ -218,4 +223,5 @@ def split_blocks(opcodes, operands, targets, n_registers, vector, max_block):
 
 # Numba's cache checks only this file; the machine code also holds `SINCOS`, a fixed code of
 # every interpreter (other opcodes come as arguments: the vector mask, the number of codes).
+checked(dispatchers_of(sys.modules[__name__]))  # callees load from their own files too
 drop_if_changed((cluster_order, linear_scan, split_blocks), (opcodes.__file__,))

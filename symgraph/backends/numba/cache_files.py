@@ -1,0 +1,161 @@
+"""Numba's on-disk cache files, checked: a damaged file is compiled again, never loaded.
+
+Numba keeps a cached function as an index (``.nbi``: its source stamp and which data file
+holds each signature) and data files (``.nbc``: the machine code), both plain pickles: a
+truncated one raises from the dispatcher's first call in every later process (for the tape
+interpreter: every tape, and `symgraph precompile`), and a flipped bit in machine code is
+loaded as it is. `checked` gives symgraph's dispatchers a cache file that writes a SHA-256
+of the file's name and pickle before each pickle and reads a file only when the digest
+matches (so another function's valid file copied in its place fails too): anything else reads
+as absent, so the function compiles and its files are written anew. Its index names a
+version of its own, so stock Numba reading it sees another version's cache (and compiles),
+and a stock index reads here as absent: neither side ever unpickles the other's files.
+
+`place_cache` gives Numba a temporary cache folder (with a warning) when it has none it can
+write: a read-only install with no writable home otherwise fails at import, since Numba
+refuses to define a ``cache=True`` function with nowhere to cache it.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import pickle
+import warnings
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+_TAG = "+symgraph-sha256"  # appended to Numba's version in a checked index
+
+
+@functools.cache
+def _checked_class() -> type:
+    from numba.core.caching import IndexDataCacheFile
+
+    class CheckedCacheFile(IndexDataCacheFile):
+        """Numba's index and data files with a digest before each pickle."""
+
+        def __init__(self, original: Any) -> None:
+            self.__dict__.update(vars(original))  # the same folder, names and source stamp
+            self._version = f"{original._version}{_TAG}"
+
+        def _load_index(self) -> dict:
+            try:
+                with open(self._index_path, "rb") as f:
+                    version = pickle.load(f)
+                    data = f.read()
+                if version != self._version:
+                    return {}
+                stamp, overloads = _unpickled(self._index_name, data)
+            except Exception:  # noqa: BLE001 - missing or damaged: no entries (saved anew)
+                return {}
+            return overloads if stamp == self._source_stamp else {}
+
+        def _save_index(self, overloads: dict) -> None:
+            _clear_folder(self._index_path)
+            data = _pickled(self._index_name, (self._source_stamp, overloads))
+            with self._open_for_write(self._index_path) as f:
+                pickle.dump(self._version, f, protocol=-1)
+                f.write(data)
+
+        def _save_data(self, name: str, data: Any) -> None:
+            _clear_folder(self._data_path(name))
+            data = _pickled(name, data)
+            with self._open_for_write(self._data_path(name)) as f:
+                f.write(data)
+
+        def _load_data(self, name: str) -> Any:
+            with open(self._data_path(name), "rb") as f:
+                data = f.read()
+            try:
+                return _unpickled(name, data)
+            except Exception as error:  # noqa: BLE001 - `load` takes an OSError as absent
+                raise OSError(f"damaged cache file {name}") from error
+
+    return CheckedCacheFile
+
+
+def _clear_folder(path: str) -> None:
+    """Remove a folder where a cache file belongs (a damaged cache), so the file can be
+    written: otherwise every process compiles again and fails to save."""
+    if os.path.isdir(path) and not os.path.islink(path):
+        import shutil
+
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _pickled(name: str, obj: Any) -> bytes:
+    """`obj` pickled, after a digest of the file's name and the pickle: another function's
+    file copied in its place (valid, but not its machine code) does not match either."""
+    data = pickle.dumps(obj, protocol=-1)
+    return hashlib.sha256(name.encode() + b"\0" + data).digest() + data
+
+
+def _unpickled(name: str, data: bytes) -> Any:
+    if len(data) < 32 or hashlib.sha256(name.encode() + b"\0" + data[32:]).digest() != data[:32]:
+        raise ValueError("digest mismatch")
+    return pickle.loads(data[32:])
+
+
+def checked(dispatchers: Iterable[Any]) -> None:
+    """Give each cached dispatcher in `dispatchers` the checked cache file (once), and make a
+    failure to load from its cache a compile, and a failure to save there (a full disk) no
+    failure of the call."""
+    for dispatcher in dispatchers:
+        cache = getattr(dispatcher, "_cache", None)
+        cache_file = getattr(cache, "_cache_file", None)
+        if cache_file is None or getattr(cache, "_symgraph_checked", False):
+            continue
+        try:
+            cache._cache_file = _checked_class()(cache_file)
+            cache.load_overload = functools.partial(_load_overload, cache.load_overload)
+            cache.save_overload = functools.partial(_save_overload, cache.save_overload)
+            cache._symgraph_checked = True
+        except Exception:  # noqa: BLE001 - another Numba: its own cache, as it is
+            continue
+
+
+def _load_overload(load: Any, sig: Any, target_context: Any) -> Any:
+    try:
+        return load(sig, target_context)
+    except Exception:  # noqa: BLE001 - a file that reads but does not rebuild: compile
+        return None
+
+
+def _save_overload(save: Any, sig: Any, data: Any) -> None:
+    try:
+        save(sig, data)
+    except OSError:  # a full disk, a folder made read-only: only the saving is lost
+        pass
+
+
+@functools.cache
+def place_cache() -> str | None:
+    """Make sure Numba has a cache folder it can write, before symgraph's ``cache=True``
+    functions are defined: beside the package, Numba's user-wide folder, or
+    ``$NUMBA_CACHE_DIR``; else a temporary folder (returned, with a warning)."""
+    from numba.core import config
+
+    if config.CACHE_DIR:
+        return None
+    from ..files import temporary_folder, unwritable
+
+    places = [Path(__file__).resolve().parent / "__pycache__"]
+    try:
+        from numba.misc.appdirs import AppDirs
+
+        places.append(Path(AppDirs(appname="numba", appauthor=False).user_cache_dir))
+    except Exception:  # noqa: BLE001 - (only the places Numba itself would look)
+        pass
+    if any(unwritable(place) is None for place in places):
+        return None
+    folder = temporary_folder() / "numba"
+    folder.mkdir(exist_ok=True)
+    config.CACHE_DIR = str(folder)
+    os.environ.setdefault("NUMBA_CACHE_DIR", str(folder))  # for worker processes too
+    warnings.warn(f"symgraph: Numba has no writable cache folder (the install is read-only "
+                  f"and so is the home folder); using {folder} (set NUMBA_CACHE_DIR to keep "
+                  "compiled kernels between runs)", RuntimeWarning, stacklevel=2)
+    return str(folder)
