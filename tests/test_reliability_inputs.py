@@ -260,3 +260,10 @@ def test_cli_write_errors_name_the_output_not_a_temporary_file(tmp_path):
     result = _cli("codegen", "x**2", "--backend", "python", "-o", str(tmp_path))
     assert result.returncode == 1 and str(tmp_path).encode() in result.stderr
     assert b".tmp-" not in result.stderr
+
+
+def test_like_terms_summing_to_zero_keep_two_terms_not_all_of_them():
+    total = sg.add(x, 2.0 * x, x, -4.0 * x, y)  # x's group sums to zero
+    assert len(total.args) == 3  # x, -x and y: nan for infinite x still, +0 otherwise
+    assert math.isnan(float(sg.evaluate(total, {x: math.inf, y: 1.0})))
+    assert float(sg.evaluate(total, {x: 2.5, y: 1.0})) == 1.0
