@@ -139,7 +139,8 @@ def test_every_op_agrees_with_numpy_in_special_values_and_within_four_ulp(result
 
 def test_cbrt_of_perfect_cubes_is_exact_in_every_kernel(results):
     k = OPS_.index("cbrt")
-    cubes = POINTS[:, 0] == np.round(np.cbrt(POINTS[:, 0])) ** 3
+    with np.errstate(all="ignore"):
+        cubes = POINTS[:, 0] == np.round(np.cbrt(POINTS[:, 0])) ** 3
     cubes &= np.isfinite(POINTS[:, 0]) & (np.abs(POINTS[:, 0]) < 2.0**53)
     for kernel in ("numba", "tape", "python", "numba batch"):
         roots = results[kernel][cubes, k]
