@@ -32,19 +32,7 @@ def value_row(_x, _out):
         _out[0] = f
     except (ArithmeticError, ValueError):
         # math raised (division by zero, domain, overflow): use NumPy's rules.
-        value_point(_x, _out)
-
-
-def value_point(_x, _out):
-    with np.errstate(all="ignore"):
-        W = float(_x[0])
-        b = float(_x[1])
-        x = float(_x[2])
-        y_true = float(_x[3])
-        t0 = W * x
-        t1 = t0 + b - y_true
-        f = t1 * t1
-        _out[0] = f
+        value_batch(np.reshape(_x, (1, -1)), np.reshape(_out, (1, -1)))
 
 
 def value_batch(_X, _OUT):
@@ -75,23 +63,7 @@ def value_grad_row(_x, _out):
         _out[2] = df_db
     except (ArithmeticError, ValueError):
         # math raised (division by zero, domain, overflow): use NumPy's rules.
-        value_grad_point(_x, _out)
-
-
-def value_grad_point(_x, _out):
-    with np.errstate(all="ignore"):
-        W = float(_x[0])
-        b = float(_x[1])
-        x = float(_x[2])
-        y_true = float(_x[3])
-        t0 = W * x
-        t1 = t0 + b - y_true
-        f = t1 * t1
-        df_db = 2.0 * t1
-        df_dW = x * df_db
-        _out[0] = f
-        _out[1] = df_dW
-        _out[2] = df_db
+        value_grad_batch(np.reshape(_x, (1, -1)), np.reshape(_out, (1, -1)))
 
 
 def value_grad_batch(_X, _OUT):

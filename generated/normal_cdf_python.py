@@ -29,23 +29,7 @@ def value_row(_x, _out):
         _out[0] = f
     except (ArithmeticError, ValueError):
         # math raised (division by zero, domain, overflow): use NumPy's rules.
-        value_point(_x, _out)
-
-
-def value_point(_x, _out):
-    with np.errstate(all="ignore"):
-        x = float(_x[0])
-        try:
-            t0 = x / 1.4142135623730951
-        except (ArithmeticError, ValueError):
-            t0 = float(np.float64(x) / np.float64(1.4142135623730951))
-        try:
-            t1 = math.erf(t0)
-        except (ArithmeticError, ValueError):
-            t1 = float(_erf(np.float64(t0)))
-        t2 = t1 + 1.0
-        f = 0.5 * t2
-        _out[0] = f
+        value_batch(np.reshape(_x, (1, -1)), np.reshape(_out, (1, -1)))
 
 
 def value_batch(_X, _OUT):
@@ -73,31 +57,7 @@ def value_grad_row(_x, _out):
         _out[1] = df_dx
     except (ArithmeticError, ValueError):
         # math raised (division by zero, domain, overflow): use NumPy's rules.
-        value_grad_point(_x, _out)
-
-
-def value_grad_point(_x, _out):
-    with np.errstate(all="ignore"):
-        x = float(_x[0])
-        try:
-            t0 = x / 1.4142135623730951
-        except (ArithmeticError, ValueError):
-            t0 = float(np.float64(x) / np.float64(1.4142135623730951))
-        try:
-            t1 = math.erf(t0)
-        except (ArithmeticError, ValueError):
-            t1 = float(_erf(np.float64(t0)))
-        t2 = t1 + 1.0
-        f = 0.5 * t2
-        t3 = t0 * t0
-        t4 = -t3
-        try:
-            t5 = math.exp(t4)
-        except (ArithmeticError, ValueError):
-            t5 = float(np.exp(np.float64(t4)))
-        df_dx = 0.39894228040143265 * t5
-        _out[0] = f
-        _out[1] = df_dx
+        value_grad_batch(np.reshape(_x, (1, -1)), np.reshape(_out, (1, -1)))
 
 
 def value_grad_batch(_X, _OUT):

@@ -27,16 +27,7 @@ def value_row(_x, _out):
         _out[0] = f
     except (ArithmeticError, ValueError):
         # math raised (division by zero, domain, overflow): use NumPy's rules.
-        value_point(_x, _out)
-
-
-def value_point(_x, _out):
-    with np.errstate(all="ignore"):
-        x = float(_x[0])
-        t0 = x * x
-        t1 = 2.0 * x
-        f = t0 + t1 + 1.0
-        _out[0] = f
+        value_batch(np.reshape(_x, (1, -1)), np.reshape(_out, (1, -1)))
 
 
 def value_batch(_X, _OUT):
@@ -59,18 +50,7 @@ def value_grad_row(_x, _out):
         _out[1] = df_dx
     except (ArithmeticError, ValueError):
         # math raised (division by zero, domain, overflow): use NumPy's rules.
-        value_grad_point(_x, _out)
-
-
-def value_grad_point(_x, _out):
-    with np.errstate(all="ignore"):
-        x = float(_x[0])
-        t0 = x * x
-        t1 = 2.0 * x
-        f = t0 + t1 + 1.0
-        df_dx = t1 + 2.0
-        _out[0] = f
-        _out[1] = df_dx
+        value_grad_batch(np.reshape(_x, (1, -1)), np.reshape(_out, (1, -1)))
 
 
 def value_grad_batch(_X, _OUT):
@@ -96,19 +76,7 @@ def value_grad_hess_row(_x, _out):
         _out[2] = 2.0
     except (ArithmeticError, ValueError):
         # math raised (division by zero, domain, overflow): use NumPy's rules.
-        value_grad_hess_point(_x, _out)
-
-
-def value_grad_hess_point(_x, _out):
-    with np.errstate(all="ignore"):
-        x = float(_x[0])
-        t0 = x * x
-        t1 = 2.0 * x
-        f = t0 + t1 + 1.0
-        df_dx = t1 + 2.0
-        _out[0] = f
-        _out[1] = df_dx
-        _out[2] = 2.0
+        value_grad_hess_batch(np.reshape(_x, (1, -1)), np.reshape(_out, (1, -1)))
 
 
 def value_grad_hess_batch(_X, _OUT):

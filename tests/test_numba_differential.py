@@ -67,8 +67,8 @@ def _ulps(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.where(same_sign, np.abs(ordered(a) - np.where(same_sign, ordered(b), 0)), 2**62)
 
 
-def _table(row, points: np.ndarray) -> np.ndarray:
-    out = np.empty((len(points), len(OUTPUTS)))
+def _table(row, points: np.ndarray, width: int = len(OUTPUTS)) -> np.ndarray:
+    out = np.empty((len(points), width))
     for k, p in enumerate(points):
         row(np.ascontiguousarray(p), out[k])
     return out
@@ -78,7 +78,11 @@ def _table(row, points: np.ndarray) -> np.ndarray:
 def results():
     numba_fn = sg.compile(OUTPUTS, [X, Y, Z], wrt=[], strategy="straight")
     tape_fn = sg.compile(OUTPUTS, [X, Y, Z], wrt=[], strategy="tape")
-    python_fn = sg.compile(OUTPUTS, [X, Y, Z], wrt=[], backend="python")
+    # The Python backend per op: where math raises, its row recomputes the whole point with
+    # NumPy (whose AVX-512 exp, sinh... differ from libm), so one op's domain error must not
+    # reach the others' numbers here.
+    pythons = [sg.compile(o, [X, Y, Z], wrt=[], backend="python").kernels("value")[0]
+               for o in OUTPUTS]
     with np.errstate(all="ignore"):
         numpy = np.column_stack([
             np.asarray(OPS[name].evaluate(*[POINTS[:, i] for i in range(
@@ -86,7 +90,7 @@ def results():
             for name in OPS_])
     return {"numba": _table(numba_fn.kernels("value")[0], POINTS),
             "tape": np.array([tape_fn(p) for p in POINTS]),
-            "python": _table(python_fn.kernels("value")[0], POINTS),
+            "python": np.column_stack([_table(row, POINTS, 1)[:, 0] for row in pythons]),
             "numba batch": numba_fn(POINTS), "numpy": numpy}
 
 
@@ -135,7 +139,8 @@ def test_every_op_agrees_with_numpy_in_special_values_and_within_four_ulp(result
 
 def test_cbrt_of_perfect_cubes_is_exact_in_every_kernel(results):
     k = OPS_.index("cbrt")
-    cubes = POINTS[:, 0] == np.round(np.cbrt(POINTS[:, 0])) ** 3
+    with np.errstate(all="ignore"):
+        cubes = POINTS[:, 0] == np.round(np.cbrt(POINTS[:, 0])) ** 3
     cubes &= np.isfinite(POINTS[:, 0]) & (np.abs(POINTS[:, 0]) < 2.0**53)
     for kernel in ("numba", "tape", "python", "numba batch"):
         roots = results[kernel][cubes, k]

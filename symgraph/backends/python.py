@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..ir.ops import OPS
 from ..lower.schedule import Program
-from .common import INDENT, module_header, needed_preludes, operand_text, output_lines, step_lines
+from .common import INDENT, module_header, needed_preludes, output_lines, step_lines
 
 
 def _row_kernel(p: Program) -> list[str]:
@@ -22,30 +21,7 @@ def _row_kernel(p: Program) -> list[str]:
     lines += output_lines(p, "_out[{k}]", body)
     lines += [f"{INDENT}except (ArithmeticError, ValueError):",
               f"{body}# math raised (division by zero, domain, overflow): use NumPy's rules.",
-              f"{body}{p.name}_point(_x, _out)"]
-    return lines
-
-
-def _point_kernel(p: Program) -> list[str]:
-    """The row again, each step that can raise retried alone by NumPy's template: only the
-    steps that raised get NumPy's special values, the rest keep libm's bits (NumPy's SIMD
-    functions on AVX-512 differ from libm in the last bit, so the whole point by NumPy would
-    differ from the Numba backend's)."""
-    body = INDENT * 2
-    lines = [f"def {p.name}_point(_x, _out):", f'{INDENT}with np.errstate(all="ignore"):']
-    lines += [f"{body}{name} = float(_x[{i}])" for i, name in enumerate(p.inputs)]
-    for step in p.steps:
-        spec = OPS[step.op]
-        operands = [operand_text(o) for o in step.operands]
-        code = spec.render("py", operands)
-        if "math." in code or "/" in code or "**" in code:
-            numpy = spec.render("np", [f"np.float64({o})" for o in operands])
-            lines += [f"{body}try:", f"{body}{INDENT}{step.target} = {code}",
-                      f"{body}except (ArithmeticError, ValueError):",
-                      f"{body}{INDENT}{step.target} = float({numpy})"]
-        else:
-            lines.append(f"{body}{step.target} = {code}")
-    lines += output_lines(p, "_out[{k}]", body)
+              f"{body}{p.name}_batch(np.reshape(_x, (1, -1)), np.reshape(_out, (1, -1)))"]
     return lines
 
 
@@ -67,5 +43,5 @@ def emit_python(programs: Sequence[Program], title: str, description: Sequence[s
     if preludes:
         lines += ["", *preludes]
     for p in programs:
-        lines += ["", "", *_row_kernel(p), "", "", *_point_kernel(p), "", "", *_batch_kernel(p)]
+        lines += ["", "", *_row_kernel(p), "", "", *_batch_kernel(p)]
     return "\n".join(lines) + "\n"

@@ -319,6 +319,14 @@ _op("atan2", 2, np.arctan2,
     "math.atan2({0}, {1})", "np.arctan2({0}, {1})", cost=TRANSCENDENTAL,
     latex=r"\operatorname{{atan2}}\left({0}, {1}\right)", domain=((0.5, 3.0), (0.5, 3.0)),
     sympy_names=("atan2",), spellings=("atan2", "arctan2"))
+_HYPOT_PRELUDE = '''def _hypot(a, b):
+    """np.hypot (libm's, as Numba's) of two floats, without NumPy's overflow warning."""
+    if abs(a) < 1e300 and abs(b) < 1e300:  # the result cannot overflow
+        return float(np.hypot(a, b))
+    with np.errstate(all="ignore"):
+        return float(np.hypot(a, b))'''
+
+
 def _hypot_partials(a, out):
     # v / hypot, with the origin's 0/0 replaced by 0/1: gradient 0 there (the convention).
     safe = out.call("gt", 0.0).call("where", out, 1.0)
@@ -328,8 +336,8 @@ def _hypot_partials(a, out):
 _op("hypot", 2, np.hypot, _hypot_partials,
     # Python's math.hypot is its own algorithm, not libm's (NumPy's and Numba's): one point
     # uses NumPy's too, so rows, batches and backends agree bit for bit.
-    "float(np.hypot({0}, {1}))", "np.hypot({0}, {1})", nb="math.hypot({0}, {1})",
-    cost=TRANSCENDENTAL,
+    "_hypot({0}, {1})", "np.hypot({0}, {1})", nb="math.hypot({0}, {1})",
+    np_prelude=(_HYPOT_PRELUDE,), cost=TRANSCENDENTAL,
     latex=r"\sqrt{{{0}^2 + {1}^2}}", sympy=lambda sp, a, b: sp.sqrt(a**2 + b**2),
     smooth=False, finite=True)  # a kink at the origin
 
