@@ -27,7 +27,8 @@ from ..ir.traversal import bulk, topological_order
 
 _EMPTY: frozenset[int] = frozenset()
 # (op, arity) -> (differentiable argument positions, interacting pairs (i, j), i <= j)
-_LOCAL: dict[tuple[str, int], tuple[tuple[int, ...], tuple[tuple[int, int], ...]]] = {}
+_LOCAL: dict[tuple[str, int], tuple] = {}
+_NO_RULE = ((), ())
 _WIDE = 6  # n-ary ops wider than this reuse the rule learnt at this width
 
 
@@ -54,7 +55,7 @@ def _learn(op: str, arity: int) -> tuple[tuple[int, ...], tuple[tuple[int, int],
     return tuple(live), tuple(sorted(pairs))
 
 
-def local_rule(op: str, arity: int) -> tuple[tuple[int, ...], tuple[tuple[int, int], ...]]:
+def local_rule(op: str, arity: int) -> tuple:
     """(differentiable argument positions, interacting argument pairs) of `op` at `arity`."""
     key = (op, arity)
     rule = _LOCAL.get(key)
@@ -68,14 +69,28 @@ def local_rule(op: str, arity: int) -> tuple[tuple[int, ...], tuple[tuple[int, i
     return rule
 
 
+class _Wide:
+    """The interacting pairs of a wide n-ary op (its arguments are interchangeable), listed
+    only when asked: a 10^5-term sum has none, and must not cost 10^10 checks."""
+
+    def __init__(self, arity: int, diagonal: bool, off: bool) -> None:
+        self.arity, self.diagonal, self.off = arity, diagonal, off
+
+    def __iter__(self):
+        for i in range(self.arity):
+            if self.diagonal:
+                yield i, i
+            if self.off:
+                for j in range(i + 1, self.arity):
+                    yield i, j
+
+
 def _widen(live, pairs, arity):
-    """An n-ary op's rule at a larger width (its arguments are interchangeable)."""
+    """An n-ary op's rule at a larger width."""
     all_live = tuple(range(arity)) if live else ()
     off = any(i != j for i, j in pairs)
     diagonal = any(i == j for i, j in pairs)
-    wide = [(i, j) for i in range(arity) for j in range(i, arity)
-            if (i == j and diagonal) or (i != j and off)]
-    return all_live, tuple(wide)
+    return all_live, (_Wide(arity, diagonal, off) if off or diagonal else ())
 
 
 class _Pass:
@@ -85,27 +100,40 @@ class _Pass:
         self.order = topological_order(outputs)
         index = {v: i for i, v in enumerate(wrt)}
         deps: dict[Node, frozenset[int]] = {}
+        self.rules = rules = {}  # node -> its local rule (one lookup per node, kept)
+        known = _LOCAL
         for node in self.order:
-            if not node.args:
+            args = node.args
+            if not args:
                 position = index.get(node)
                 deps[node] = _EMPTY if position is None else frozenset((position,))
                 continue
-            live, _ = local_rule(node.op, len(node.args))
+            rule = known.get((node.op, len(args)))
+            if rule is None:
+                rule = local_rule(node.op, len(args))
+            rules[node] = rule
+            live = rule[0]
             found = None
+            merged = None  # a set being filled, when two or more args differ (linear work)
             for i in live:
                 d = deps[node.args[i]]
-                if not d:
+                if not d or d is found:
                     continue
-                if found is None or found is d:
+                if found is None:
                     found = d
-                elif not d <= found:
-                    found = found | d if len(found) >= len(d) else d | found
+                elif merged is None:
+                    merged = set(found)
+                    merged.update(d)
+                else:
+                    merged.update(d)
+            if merged is not None:
+                found = frozenset(merged)
             deps[node] = found if found is not None else _EMPTY
         self.deps = deps
 
     def interactions(self, node: Node):
         """(D(a_i), D(a_j)) for the interacting argument pairs of `node`, both nonempty."""
-        _, pairs = local_rule(node.op, len(node.args))
+        pairs = self.rules[node][1]
         deps = self.deps
         for i, j in pairs:
             di, dj = deps[node.args[i]], deps[node.args[j]]
@@ -142,8 +170,7 @@ def _adjoint_live(state: _Pass, roots: Sequence[Node]) -> set[Node]:
     live = {r for r in roots if deps[r]}
     for node in reversed(state.order):
         if node in live and node.args:
-            arg_live, _ = local_rule(node.op, len(node.args))
-            for i in arg_live:
+            for i in state.rules[node][0]:
                 arg = node.args[i]
                 if deps[arg]:
                     live.add(arg)
@@ -161,7 +188,7 @@ def hessian_sparsity(f, wrt: Sequence | None = None) -> tuple[np.ndarray, np.nda
     neighbours: dict[int, set[int]] = {}
     seen: set[tuple[frozenset, frozenset]] = set()  # repeated (D_i, D_j) products add nothing
     for node in state.order:
-        if node not in live or not node.args:
+        if not state.rules.get(node, _NO_RULE)[1] or node not in live:
             continue
         for di, dj in state.interactions(node):
             key = (di, dj) if id(di) <= id(dj) else (dj, di)  # identity only to skip repeats
@@ -196,7 +223,7 @@ def affine_outputs(outputs: Sequence | Node, wrt: Sequence | None = None) -> np.
     for node in state.order:
         if not node.args:
             continue
-        arg_live, _ = local_rule(node.op, len(node.args))
-        if any(node.args[i] in curved for i in arg_live) or any(state.interactions(node)):
+        args_curved = any(node.args[i] in curved for i in state.rules[node][0])
+        if args_curved or any(state.interactions(node)):
             curved.add(node)
     return np.array([o not in curved for o in outputs], dtype=bool)
