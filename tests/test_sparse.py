@@ -7,6 +7,7 @@ Rosenbrock functions (`rosen_der`, `rosen_hess`, `rosen_hess_prod`).
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -184,6 +185,8 @@ def test_rosenbrock_agrees_with_scipys_reference_functions(n):
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(os.environ.get("SYMGRAPH_BIG_TESTS") != "1",
+                    reason="minutes on a shared machine: set SYMGRAPH_BIG_TESTS=1")
 def test_rosenbrock_hessp_and_sparse_hessian_at_a_hundred_thousand_variables():
     n = 100_000
     f, x = _rosenbrock(n)
