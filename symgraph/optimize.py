@@ -29,7 +29,7 @@ import numpy as np
 from .api import CompiledFunction
 from .frontends.coerce import as_expression, as_symbols
 from .ir.node import Node, const
-from .runtime.sparse import Lagrangian, csr
+from .runtime.sparse import CsrLayout, Lagrangian
 
 _HESSP_METHODS = {"newton-cg", "trust-ncg", "trust-krylov"}
 _DENSE_HESS_METHODS = {"dogleg", "trust-exact"}
@@ -125,13 +125,13 @@ def _scipy_constraints(cons: _Constraints, objective: Node, variables: list[Node
                             backend=fn.derivative_kernels.backend, cache_dir=None,
                             strategy=options["strategy"])
     n = len(variables)
-    rows, cols = lagrangian.pattern
+    layout = CsrLayout(*lagrangian.pattern, (n, n), symmetric=True)
 
     def jac(p):
         return fn.jacobian(p, sparse=True)
 
     def hess(p, v):
-        return csr(lagrangian(p, 0.0, v), rows, cols, (n, n), symmetric=True)
+        return layout(lagrangian(p, 0.0, v))
 
     lower = np.concatenate([np.zeros(s.stop - s.start) for _, s in cons.slices()])
     upper = np.concatenate([np.zeros(s.stop - s.start) if kind == "eq" else
