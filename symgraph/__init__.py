@@ -12,6 +12,7 @@ itself and earlier stages (``tests/test_layout.py`` checks every import)::
 """
 
 from .ad.differentiate import diff, grad, hessian, jacobian, jvp, vjp
+from .ad.sparsity import affine_outputs, hessian_sparsity, jacobian_sparsity
 from .api import CompiledFunction, compile
 from .frontends.parser import ParseError, parse
 from .ir.evaluate import count_ops, evaluate, free_symbols
@@ -41,6 +42,10 @@ def __getattr__(name: str):
         from .frontends import sympy_bridge
 
         return getattr(sympy_bridge, name)
+    if name in ("optimize", "integrate"):  # SciPy's faces: SciPy is imported on first use
+        import importlib
+
+        return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module 'symgraph' has no attribute {name!r}")
 
 
@@ -48,8 +53,9 @@ pi = const(3.141592653589793)
 E = const(2.718281828459045)
 
 __all__ = [
-    "CompiledFunction", "Node", "OPS", "ParseError", "SymbolicArray", "apply", "compile", "const",
-    "count_ops", "diff", "evaluate", "free_symbols", "from_sympy", "grad", "hessian", "jacobian",
+    "CompiledFunction", "Node", "OPS", "ParseError", "SymbolicArray", "affine_outputs", "apply",
+    "compile", "const", "count_ops", "diff", "evaluate", "free_symbols", "from_sympy", "grad",
+    "hessian", "hessian_sparsity", "jacobian", "jacobian_sparsity",
     "jvp", "parse", "symbol", "symbols", "to_latex", "to_sympy", "to_text", "to_text_cse",
     "vjp", "__version__",
     "pi", "E", *sorted(_FUNCTIONS),

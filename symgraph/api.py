@@ -35,6 +35,7 @@ from .runtime import outputs
 from .runtime.build import build
 from .runtime.checked import checked_batch, checked_row
 from .runtime.reduction import compile_reduced
+from .runtime.sparse import DerivativeKernels
 
 _F64 = np.dtype(np.float64)
 _VALUE, _OUT, _VALUE_GRAD, _GRAD = range(4)  # what a bound call returns
@@ -128,6 +129,7 @@ class CompiledFunction:
         self._rows = {name: _Row(kernel) for name, kernel in built.rows.items()}
         self._batches = built.threaded
         self._hessian_function: CompiledFunction | None = None
+        self._derivative_kernels: DerivativeKernels | None = None
         # Per-instance fast paths (they shadow the methods of the same name): one closure
         # between the caller and the kernel, with everything it needs bound in advance.
         self._value = self._bind(VALUE.name, self._m, _VALUE if self.scalar else _OUT)
@@ -155,11 +157,43 @@ class CompiledFunction:
         C-contiguous, not overlapping; `OUT` has a column per output). The batch runs on the
         calling thread. Both check their arguments' shapes (ValueError); ``.unchecked`` on
         either is the kernel itself."""
-        if name not in self._rows:
-            raise KeyError(f"no program {name!r}; there are {sorted(self._rows)}")
-        n, m = self._n, next(len(p.outputs) for p in self.programs if p.name == name)
-        return (checked_row(self._built.rows[name], name, n, m),
-                checked_batch(self._built.batches[name], name, n, m))
+        if name in ("sparse_jac", "sparse_hess", "hessp", "jvp", "vjp"):
+            # Built on first use (runtime.sparse); hessp/jvp/vjp take the point as [x, v].
+            built = self.derivative_kernels.kernel(name).built
+            programs, rows, batches = built.programs, built.rows[name], built.batches[name]
+        elif name not in self._rows:
+            raise KeyError(f"no program {name!r}; there are {sorted(self._rows)} and "
+                           "sparse_jac, sparse_hess, hessp, jvp, vjp")
+        else:
+            programs = self.programs
+            rows, batches = self._built.rows[name], self._built.batches[name]
+        program = next(p for p in programs if p.name == name)
+        n, m = len(program.inputs), len(program.outputs)
+        return checked_row(rows, name, n, m), checked_batch(batches, name, n, m)
+
+    @property
+    def derivative_kernels(self) -> DerivativeKernels:
+        """Sparse derivatives and derivative products (runtime.sparse), each kernel built on
+        first use."""
+        if self._derivative_kernels is None:
+            self._derivative_kernels = DerivativeKernels(
+                self.outputs, self.args, self.wrt, backend=backend_named(self.backend),
+                cache_dir=self.cache_dir, strategy=self.strategy)
+        return self._derivative_kernels
+
+    def hessp(self, x: Any, v: Any) -> np.ndarray:
+        """Hessian of a scalar expression times `v`, without forming the Hessian (one fused
+        forward-over-reverse kernel); rows of `x` and `v` are a batch."""
+        self._require_scalar("hessp")
+        return self.derivative_kernels.hessp(self._point((x,), {}), v)
+
+    def jvp(self, x: Any, v: Any) -> np.ndarray:
+        """Jacobian times `v` (the outputs' directional derivatives), one fused kernel."""
+        return self.derivative_kernels.jvp(self._point((x,), {}), v)
+
+    def vjp(self, x: Any, w: Any) -> np.ndarray:
+        """`w` times the Jacobian (a gradient per weighting of the outputs), one kernel."""
+        return self.derivative_kernels.vjp(self._point((x,), {}), w)
 
     # -- points -----------------------------------------------------------------------------
     def _point(self, values: tuple, named: dict) -> np.ndarray:
@@ -282,16 +316,22 @@ class CompiledFunction:
         self._require_scalar("value_and_grad")
         return self._bind(VALUE_GRAD.name, 1 + self._k, _GRAD)(*values, **named)
 
-    def jacobian(self, *values, **named) -> np.ndarray:
-        """Shape (outputs, inputs) at a point, (points, outputs, inputs) for a batch."""
+    def jacobian(self, *values, sparse: bool = False, **named) -> np.ndarray:
+        """Shape (outputs, inputs) at a point, (points, outputs, inputs) for a batch;
+        `sparse`: a scipy.sparse.csr_array of the structural nonzeros (a list for a batch)."""
+        if sparse:
+            return self.derivative_kernels.jacobian(self._point(values, named))
         if self.scalar:
             g = self.grad(*values, **named)
             return g[..., None, :]
         return self._part(VALUE_JAC, values, named)
 
-    def hessian(self, *values, **named) -> np.ndarray:
-        """Shape (inputs, inputs) at a point, (points, inputs, inputs) for a batch."""
+    def hessian(self, *values, sparse: bool = False, **named) -> np.ndarray:
+        """Shape (inputs, inputs) at a point, (points, inputs, inputs) for a batch; `sparse`:
+        the full symmetric scipy.sparse.csr_array of the structural nonzeros."""
         self._require_scalar("hessian")
+        if sparse:
+            return self.derivative_kernels.hessian(self._point(values, named))
         if not self.has_hessian:
             if self._hessian_function is None:  # built on first use, then kept
                 self._hessian_function = CompiledFunction(

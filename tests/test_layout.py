@@ -14,6 +14,7 @@ PACKAGE = Path(symgraph.__file__).resolve().parent
 
 # Data-flow order. A folder is a stage; so is each public top-level module.
 STAGES = ["version", "ir", "frontends", "ad", "pictures", "lower", "backends", "runtime", "api",
+          "optimize", "integrate",
           "graphs", "cli", "static", "dynamic", "__init__", "__main__"]
 
 

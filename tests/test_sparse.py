@@ -1,0 +1,245 @@
+"""Sparsity patterns, sparse derivative kernels and derivative products (issue 18).
+
+Oracles: the dense symbolic derivatives (`sg.jacobian`, `sg.hessian`) for the patterns, the
+dense kernels for the sparse values and products (every backend and the tape), and SciPy's own
+Rosenbrock functions (`rosen_der`, `rosen_hess`, `rosen_hess_prod`).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import symgraph as sg
+from symgraph.ad.compressed import color_columns, nonzero_pattern, sparse_hessian
+from tests.strategies import expressions
+
+scipy_optimize = pytest.importorskip("scipy.optimize")
+VARS = ("x", "y", "z", "w")
+
+
+def _rosenbrock(n: int):
+    x = [sg.symbol(f"x{i}") for i in range(n)]
+    terms = [100 * (x[i + 1] - x[i] ** 2) ** 2 + (1 - x[i]) ** 2 for i in range(n - 1)]
+    return sg.apply("add", *terms), x
+
+
+def _pairs(rows, cols):
+    return list(zip(np.asarray(rows).tolist(), np.asarray(cols).tolist()))
+
+
+# -- patterns ------------------------------------------------------------------------------
+@settings(max_examples=60, deadline=None)
+@given(expressions(variables=VARS, max_depth=4))
+def test_hessian_pattern_is_the_nonzero_pattern_of_the_symbolic_hessian(f):
+    wrt = [sg.symbol(v) for v in VARS]
+    dense = nonzero_pattern(sg.hessian(f, wrt), lower=True)
+    assert _pairs(*sg.hessian_sparsity(f, wrt)) == _pairs(*dense)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(expressions(variables=VARS, max_depth=3), min_size=1, max_size=4))
+def test_jacobian_pattern_is_the_nonzero_pattern_of_the_symbolic_jacobian(outputs):
+    wrt = [sg.symbol(v) for v in VARS]
+    dense = nonzero_pattern(sg.jacobian(outputs, wrt))
+    assert _pairs(*sg.jacobian_sparsity(outputs, wrt)) == _pairs(*dense)
+
+
+def test_patterns_are_sorted_int_arrays_and_hessians_lower_triangles():
+    f, x = _rosenbrock(6)
+    rows, cols = sg.hessian_sparsity(f, x)
+    assert rows.dtype == np.int64 and cols.dtype == np.int64
+    assert np.all(rows >= cols)
+    assert _pairs(rows, cols) == sorted(_pairs(rows, cols))
+    assert len(rows) == 2 * 6 - 1  # tridiagonal: diagonal and one band
+
+
+def test_affine_outputs_are_detected_per_output():
+    x, y, z = sg.symbols("x y z")
+    flags = sg.affine_outputs([3 * x - y / 2 + 1, x * y, sg.floor(x * y) + z, sg.sin(z),
+                               sg.where(x > 0, y, 2 * z)], [x, y, z])
+    assert flags.tolist() == [True, False, True, False, True]
+
+
+def test_a_wide_sum_of_local_terms_gets_its_pattern_in_linear_time():
+    f, x = _rosenbrock(3000)
+    rows, cols = sg.hessian_sparsity(f, x)
+    assert len(rows) == 2 * 3000 - 1
+    assert _pairs(*sg.jacobian_sparsity([f], x)) == [(0, j) for j in range(3000)]
+
+
+def test_coloring_gives_rows_distinct_colors_and_few_of_them():
+    f, x = _rosenbrock(50)
+    rows, cols = sg.hessian_sparsity(f, x)
+    full_r = np.concatenate([rows, cols[rows != cols]])
+    full_c = np.concatenate([cols, rows[rows != cols]])
+    color = color_columns(full_r, full_c, 50)
+    assert color.max() + 1 == 3
+    for r in range(50):
+        in_row = color[full_c[full_r == r]]
+        assert len(set(in_row.tolist())) == len(in_row)
+
+
+def test_compressed_hessian_entries_are_the_dense_hessians_entries():
+    x, y, z = sg.symbols("x y z")
+    f = sg.exp(x * y) + sg.sin(z) * y + x ** 3
+    rows, cols, entries = sparse_hessian(f, [x, y, z])
+    dense = sg.hessian(f, [x, y, z])
+    at = {"x": 0.3, "y": -0.7, "z": 1.1}
+    for i, j, e in zip(rows.tolist(), cols.tolist(), entries):
+        assert sg.evaluate(e, at) == pytest.approx(sg.evaluate(dense[i][j], at), rel=1e-13)
+
+
+# -- sparse kernels against dense kernels: every backend and the tape ----------------------
+CONFIGS = [("python", "straight"), ("numba", "straight"), ("numba", "tape")]
+
+
+def _scalar_problem():
+    x = [sg.symbol(f"u{i}") for i in range(12)]
+    f = sum((x[i + 1] - x[i] ** 2) ** 2 + sg.exp(0.1 * x[i]) * x[(i + 5) % 12] for i in range(11))
+    return f + sg.log(1 + x[0] ** 2) * x[11], x
+
+
+def _vector_problem():
+    x = [sg.symbol(f"u{i}") for i in range(12)]
+    return [x[i] * x[i + 1] - sg.sin(x[i - 1]) for i in range(11)] + [x[0] + 2 * x[5]], x
+
+
+_FUNCTIONS: dict = {}
+
+
+def _compiled(backend: str, strategy: str):
+    key = (backend, strategy)
+    if key not in _FUNCTIONS:  # shared by the tests: one compile per configuration
+        f, x = _scalar_problem()
+        g, _ = _vector_problem()
+        _FUNCTIONS[key] = (sg.compile(f, x, backend=backend, strategy=strategy),
+                           sg.compile(g, x, backend=backend, strategy=strategy))
+    return _FUNCTIONS[key]
+
+
+@pytest.mark.parametrize("backend,strategy", CONFIGS)
+def test_sparse_values_equal_the_dense_kernels_at_random_points(backend, strategy):
+    fn, gn = _compiled(backend, strategy)
+    rng = np.random.default_rng(7)
+    for _ in range(3):
+        p = rng.uniform(-1, 1, 12)
+        hs = fn.hessian(p, sparse=True)
+        assert type(hs).__name__ == "csr_array"
+        np.testing.assert_allclose(hs.toarray(), fn.hessian(p), rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(gn.jacobian(p, sparse=True).toarray(), gn.jacobian(p),
+                                   rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("backend,strategy", CONFIGS)
+def test_products_equal_dense_derivatives_times_vectors_per_point_and_batch(backend, strategy):
+    fn, gn = _compiled(backend, strategy)
+    rng = np.random.default_rng(3)
+    p, v, w = rng.uniform(-1, 1, 12), rng.uniform(-1, 1, 12), rng.uniform(-1, 1, 12)
+    np.testing.assert_allclose(fn.hessp(p, v), fn.hessian(p) @ v, rtol=1e-11, atol=1e-12)
+    J = gn.jacobian(p)
+    np.testing.assert_allclose(gn.jvp(p, v), J @ v, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(gn.vjp(p, w), w @ J, rtol=1e-12, atol=1e-12)
+    P, V = rng.uniform(-1, 1, (5, 12)), rng.uniform(-1, 1, (5, 12))
+    expected = np.einsum("bij,bj->bi", fn.hessian(P), V)
+    np.testing.assert_allclose(fn.hessp(P, V), expected, rtol=1e-11, atol=1e-12)
+    np.testing.assert_allclose(gn.jvp(P, V), np.einsum("bij,bj->bi", gn.jacobian(P), V),
+                               rtol=1e-12, atol=1e-12)
+
+
+def test_lagrangian_hessian_is_sigma_hf_plus_lambda_hg_lower_triangle():
+    from symgraph.backends.registry import backend_named
+    from symgraph.runtime.sparse import Lagrangian
+
+    x, y, z = sg.symbols("x y z")
+    f, g1, g2 = x * y * z + z ** 2, x ** 2 + y ** 2, sg.exp(x) * z + y
+    lag = Lagrangian(f, [g1, g2], [x, y, z], backend=backend_named("python"))
+    p, sigma, lam = np.array([0.4, -0.3, 0.9]), 2.0, np.array([0.5, -1.5])
+    dense = np.zeros((3, 3))
+    for scale, e in ((sigma, f), (lam[0], g1), (lam[1], g2)):
+        dense += scale * sg.compile(e, [x, y, z], backend="python").hessian(p)
+    rows, cols = lag.pattern
+    np.testing.assert_allclose(lag(p, sigma, lam), dense[rows, cols], rtol=1e-13)
+
+
+# -- SciPy's Rosenbrock ---------------------------------------------------------------------
+@pytest.mark.parametrize("n", [10, 1000])
+def test_rosenbrock_agrees_with_scipys_reference_functions(n):
+    f, x = _rosenbrock(n)
+    fn = sg.compile(f, x, backend="python")
+    rng = np.random.default_rng(n)
+    p, v = rng.uniform(-1.5, 1.5, n), rng.uniform(-1, 1, n)
+    value, gradient = fn.value_and_grad(p)
+    assert value == pytest.approx(scipy_optimize.rosen(p), rel=1e-13)
+    np.testing.assert_allclose(gradient, scipy_optimize.rosen_der(p), rtol=1e-12, atol=1e-9)
+    np.testing.assert_allclose(fn.hessian(p, sparse=True).toarray(),
+                               scipy_optimize.rosen_hess(p), rtol=1e-12, atol=1e-9)
+    np.testing.assert_allclose(fn.hessp(p, v), scipy_optimize.rosen_hess_prod(p, v),
+                               rtol=1e-12, atol=1e-9)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.environ.get("SYMGRAPH_BIG_TESTS") != "1",
+                    reason="minutes on a shared machine: set SYMGRAPH_BIG_TESTS=1")
+def test_rosenbrock_hessp_and_sparse_hessian_at_a_hundred_thousand_variables():
+    n = 100_000
+    f, x = _rosenbrock(n)
+    fn = sg.compile(f, x, strategy="tape")
+    p, v = np.random.default_rng(1).uniform(-1.5, 1.5, (2, n))
+    expected = scipy_optimize.rosen_hess_prod(p, v)
+    np.testing.assert_allclose(fn.hessp(p, v), expected, rtol=1e-12, atol=1e-8)
+    np.testing.assert_allclose(fn.hessian(p, sparse=True) @ v, expected, rtol=1e-12, atol=1e-8)
+
+
+# -- raw kernels, from users' own @njit code -----------------------------------------------
+def test_raw_kernels_are_callable_from_user_numba_code():
+    from numba import njit
+
+    f, x = _rosenbrock(8)
+    fn = sg.compile(f, x, strategy="straight")
+    row, _ = fn.kernels("hessp")  # the point is [x, v]; out is [value, gradient, H v]
+
+    @njit
+    def newton_cg_direction_norm(point, steps):
+        out = np.empty(1 + 2 * 8)
+        xv = np.empty(16)
+        xv[:8] = point
+        xv[8:] = 1.0
+        total = 0.0
+        for _ in range(steps):
+            row(xv, out)
+            total += np.sum(out[9:] ** 2)
+        return total
+
+    p = np.linspace(-1, 1, 8)
+    hv = scipy_optimize.rosen_hess_prod(p, np.ones(8))
+    assert newton_cg_direction_norm(p, 3) == pytest.approx(3 * np.sum(hv ** 2), rel=1e-12)
+    value_grad, _ = fn.kernels("value_grad")
+
+    @njit
+    def gradient_descent(point, rate, steps):
+        out = np.empty(9)
+        for _ in range(steps):
+            value_grad(point, out)
+            point = point - rate * out[1:]
+        return point
+
+    assert scipy_optimize.rosen(gradient_descent(p.copy(), 1e-4, 50)) < scipy_optimize.rosen(p)
+
+
+def test_importing_symgraph_does_not_import_scipy():
+    code = "import sys, symgraph; assert 'scipy' not in sys.modules, 'scipy imported'"
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_reserved_vector_names_are_refused_clearly():
+    v = sg.symbol("_hessp_v[0]")
+    fn = sg.compile(v ** 2, [v], backend="python")
+    with pytest.raises(ValueError, match="reserved"):
+        fn.hessp(np.ones(1), np.ones(1))
