@@ -203,7 +203,8 @@ def test_raw_kernels_are_callable_from_user_numba_code():
 
     f, x = _rosenbrock(8)
     fn = sg.compile(f, x, strategy="straight")
-    row, _ = fn.kernels("hessp")  # the point is [x, v]; out is [value, gradient, H v]
+    checked, _ = fn.kernels("hessp")  # the point is [x, v]; out is [value, gradient, H v]
+    row = checked.unchecked  # the Numba dispatcher itself (the checked wrapper is Python)
 
     @njit
     def newton_cg_direction_norm(point, steps):
@@ -220,7 +221,7 @@ def test_raw_kernels_are_callable_from_user_numba_code():
     p = np.linspace(-1, 1, 8)
     hv = scipy_optimize.rosen_hess_prod(p, np.ones(8))
     assert newton_cg_direction_norm(p, 3) == pytest.approx(3 * np.sum(hv ** 2), rel=1e-12)
-    value_grad, _ = fn.kernels("value_grad")
+    value_grad = fn.kernels("value_grad")[0].unchecked
 
     @njit
     def gradient_descent(point, rate, steps):

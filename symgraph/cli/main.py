@@ -13,6 +13,7 @@ import os
 import sys
 import traceback
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from ..ad.differentiate import MAX_ORDER
 from ..backends.registry import BACKENDS
