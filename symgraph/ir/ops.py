@@ -139,7 +139,7 @@ def _pow_template(general: str) -> Callable[[list[str]], str]:
 def _pow_partials(args, out):
     base, exponent = args
     if exponent.is_const:
-        return (exponent * base ** (exponent.value - 1.0), None)
+        return (exponent * base ** (exponent - 1.0), None)  # exact: x**(1/3) -> x**(-2/3)
     # d/dy x**y = x**y * log(x): at x = 0 that is 0 * -inf; the limit (x**y -> 0 for y > 0) is
     # 0, as PyTorch and JAX give. log's argument is 1 there, so no derivative of the rule
     # meets log(0) either.

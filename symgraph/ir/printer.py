@@ -20,6 +20,7 @@ import math
 import re
 from collections.abc import Callable, Iterator, Sequence
 
+from .exact import Exact, exact_text
 from .node import Node
 from .ops import COMPARISONS, OPS, PREC_ADD, PREC_ATOM, PREC_COMPARE, PREC_MUL, PREC_NEG, PREC_POW
 from .traversal import bulk, topological_order
@@ -35,7 +36,10 @@ def _negative(value: float) -> bool:
 
 
 def number_text(value: float) -> str:
-    """A float as the parser reads it back exactly: ``2``, ``0.1``, ``1e+20``, ``-inf``, ``pi``."""
+    """A float as the parser reads it back exactly: ``2``, ``0.1``, ``1e+20``, ``-inf``, ``pi``;
+    an exact constant as its exact text (``1/3``, ``sqrt(2*pi)``)."""
+    if value.__class__ is Exact:
+        return exact_text(value.form)
     if math.isnan(value):
         return "nan"
     sign = "-" if math.copysign(1.0, value) < 0 else ""
@@ -51,6 +55,19 @@ def number_text(value: float) -> str:
     if size.is_integer() and size < 1e16:
         return sign + str(int(size))
     return sign + repr(size)  # shortest text that reads back as the same float
+
+
+def _exact_prec(text: str) -> int:
+    """The precedence of an exact constant's text: its loosest operator outside parentheses."""
+    if text[0] == "-":
+        return PREC_NEG
+    depth, outer = 0, []
+    for i, c in enumerate(text):
+        depth += (c == "(") - (c == ")")
+        if depth == 0 and c in "*/":
+            outer.append(i)
+    pows = [i for i in outer if text[i:i + 2] == "**" or text[i - 1:i + 1] == "**"]
+    return PREC_MUL if len(outer) > len(pows) else PREC_POW if pows else PREC_ATOM
 
 
 class _Style:
@@ -71,6 +88,8 @@ class _Style:
         return self.alias.get(node, node)
 
     def const_prec(self, value: float) -> int:
+        if value.__class__ is Exact:
+            return _exact_prec(number_text(value))
         return PREC_NEG if _negative(value) else PREC_ATOM
 
     def prec(self, node: Node) -> int:
@@ -256,6 +275,8 @@ class _Latex(_Style):
     lead_through = {"add": PREC_COMPARE, **dict.fromkeys(COMPARISONS, PREC_COMPARE)}
 
     def number(self, value: float) -> str:
+        if value.__class__ is Exact:
+            return exact_text(value.form, latex=True)
         if math.isnan(value):
             return r"\mathrm{NaN}"
         text = number_text(value)
@@ -272,6 +293,9 @@ class _Latex(_Style):
         text = self.number(value)
         if text.startswith("-"):
             return PREC_NEG
+        if value.__class__ is Exact:
+            return PREC_MUL if " " in text else PREC_POW if "^" in text or "frac" in text \
+                else PREC_ATOM
         return PREC_MUL if r"\cdot" in text else PREC_POW if "^" in text else PREC_ATOM
 
     def expand(self, node: Node) -> Iterator:
