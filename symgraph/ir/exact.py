@@ -157,6 +157,9 @@ def _pow(a, q: Fraction):
     return _normal(Fraction(1), new)
 
 
+power_form = _pow  # (form, exponent) -> form or None: the display form splits roots with it
+
+
 def _add(a, b):
     if a[0] == 0:
         return b

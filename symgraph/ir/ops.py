@@ -35,9 +35,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from fractions import Fraction
 
 import numpy as np
 
+from .exact import make
 from .opspec import (  # noqa: F401  (re-exported: `ops` is where stages look ops up)
     ALIASES,
     CALLS,
@@ -64,7 +66,9 @@ from .opspec import (  # noqa: F401  (re-exported: `ops` is where stages look op
     unregister,
 )
 
-SQRT_PI_2 = 2.0 / math.sqrt(math.pi)
+# 2/sqrt(pi), exact (it prints so, and folds exactly with other constants); its value is the
+# correctly rounded float64.
+SQRT_PI_2 = make((Fraction(2), (("pi", Fraction(-1, 2)),)))
 
 
 def _op(name, arity, evaluate, partials, py, np_, nb=None, latex=None, sympy=None,

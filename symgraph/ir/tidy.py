@@ -1,0 +1,409 @@
+"""The display form: the formula a person would write for a node, e.g. ``m*v/(1 - v**2/c**2)**(3/2)``.
+
+`tidy` maps a DAG to another DAG, built for printing only (kernels keep the IEEE-safe graph):
+sums and products flattened, numeric coefficients exact and first, like terms and like factors
+combined (``u*u*u`` -> ``u**3``, ``sqrt(u)**3`` -> ``u**(3/2)``), negative powers as division,
+no double negations, ``expm1(u) + 1`` -> ``exp(u)``, masks as ``where(cond, value, 0)``, and the
+guards symgraph's own derivative rules add (``where(hypot > 0, hypot, 1)``) shown as the value
+they guard. Display nodes are interned nodes made without the construction rules (``1/2`` stays
+a quotient), so the printers need nothing new and shared subexpressions stay shared.
+
+One pass in topological order, each node's factor and term lists memoized and capped at
+`LIMIT` entries (a wider operand stays one factor), so the work is linear in the DAG's size and
+never recursive. The result has the original's value wherever the original is finite (up to
+rounding): ``x*y/y`` shows as ``x``, as SymPy would.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from fractions import Fraction
+
+from .exact import EULER, PI, form_of
+from .exact import power_form
+from .node import Node, _intern, const
+from .ops import COMPARISONS
+from .traversal import bulk, topological_order
+
+__all__ = ["tidy", "tidy_many", "LIMIT"]
+
+LIMIT = 32  # factors (terms) one operand may bring into its parent's product (sum)
+_HALF = Fraction(1, 2)
+_ATOMS = {"pi": PI, "E": EULER}
+_NONNEGATIVE = {"hypot", "abs", "sqrt", "exp", "cosh", "relu", "softplus", "sigmoid", "erfc"}
+# Floats the op table's derivative rules write that have a name (log2' is 1/(x*log(2))).
+_KNOWN = {math.log(2.0): ("log", 2.0), math.log(10.0): ("log", 10.0)}
+
+
+def _mk(op: str, *args: Node) -> Node:
+    return _intern(op, args, None)
+
+
+def _mul(a, b):
+    if a.__class__ is Fraction and b.__class__ is Fraction:
+        return a * b
+    return float(a) * float(b)
+
+
+def _add(a, b):
+    if a.__class__ is Fraction and b.__class__ is Fraction:
+        return a + b
+    return float(a) + float(b)
+
+
+def _power_of(c, q):
+    if c.__class__ is Fraction and q.__class__ is Fraction and q.denominator == 1:
+        if c == 0 and q < 0:
+            return None
+        return c ** int(q)
+    try:
+        value = float(c) ** float(q)
+    except (OverflowError, ZeroDivisionError):
+        return None
+    return value if isinstance(value, float) and math.isfinite(value) else None
+
+
+def _numeral(value) -> Node:
+    """A nonnegative number as display: ``3``, ``1/3`` (a quotient, not a folded float)."""
+    if value.__class__ is Fraction:
+        if value.denominator == 1:
+            return const(float(value.numerator))
+        return _mk("div", const(float(value.numerator)), const(float(value.denominator)))
+    return const(value)
+
+
+def _rational(node: Node) -> Fraction | None:
+    """The rational a display node spells, if it spells one (``3``, ``1/3``, ``-1/2``)."""
+    if node.op == "const":
+        form = form_of(node.value)
+        return form[0] if form is not None and not form[1] else None
+    if node.op == "neg":
+        inner = _rational(node.args[0])
+        return None if inner is None else -inner
+    if node.op == "div" and node.args[0].op == node.args[1].op == "const":
+        a, b = _rational(node.args[0]), _rational(node.args[1])
+        return a / b if a is not None and b else None
+    return None
+
+
+def _nonnegative(node: Node) -> bool:
+    if node.op in _NONNEGATIVE:
+        return True
+    if node.op == "pow":
+        q = _rational(node.args[1])
+        return q is not None and q.denominator == 1 and q.numerator % 2 == 0
+    return False
+
+
+def _factor_key(item):
+    base = item[0]
+    if base.op == "const":
+        return (0, "", base.digest)
+    if base.op == "symbol":
+        return (1, base.value, b"")
+    if base.op == "pow" and base.args[0].op == "symbol":
+        return (1, base.args[0].value, base.digest)
+    return (2, "", base.digest)
+
+
+class _Tidier:
+    def __init__(self) -> None:
+        self.products: dict[Node, tuple] = {}
+        self.sums: dict[Node, list] = {}
+
+    # -- reading display nodes back as factor and term lists ----------------------------------
+    def constant(self, value: float) -> tuple:
+        form = form_of(value)
+        if form is not None:
+            coefficient, atoms = form
+            return coefficient, [(const(_ATOMS[a] if a in _ATOMS else float(a)), e)
+                                 for a, e in atoms]
+        known = _KNOWN.get(abs(value))
+        if known is not None:
+            return Fraction(-1 if value < 0 else 1), [(_mk(known[0], const(known[1])),
+                                                       Fraction(1))]
+        return value, []
+
+    def product(self, d: Node) -> tuple:
+        """``(coefficient, [(base, exponent), ...])`` of a display node."""
+        known = self.products.get(d)
+        if known is not None:
+            return known
+        op = d.op
+        result = None
+        if op == "const":
+            result = self.constant(d.value)
+        elif op == "neg":
+            c, factors = self.product(d.args[0])
+            result = (_mul(c, Fraction(-1)), factors)
+        elif op == "mul" or op == "div":
+            parts = [self.product(a) for a in d.args]
+            if op == "div":
+                c, factors = parts[1]
+                inverse = _power_of(c, Fraction(-1))
+                if inverse is not None and all(e.__class__ is Fraction for _, e in factors):
+                    parts[1] = (inverse, [(b, -e) for b, e in factors])
+                else:
+                    parts = None
+            if parts is not None and sum(len(p[1]) for p in parts) <= LIMIT:
+                c = Fraction(1)
+                factors = []
+                for pc, pf in parts:
+                    c = _mul(c, pc)
+                    factors.extend(pf)
+                result = (c, factors)
+        elif op == "pow" or op == "sqrt":
+            q = _HALF if op == "sqrt" else _rational(d.args[1])
+            if q is not None:
+                result = self.power(d.args[0], q)
+            elif op == "pow":
+                result = (Fraction(1), [(d.args[0], d.args[1])])
+        if result is None:
+            result = (Fraction(1), [(d, Fraction(1))])
+        self.products[d] = result
+        return result
+
+    def power(self, base: Node, q: Fraction) -> tuple:
+        c, factors = self.product(base)
+        if q.denominator == 1:  # (x*y)**2 is x**2*y**2
+            scaled = _power_of(c, q)
+            if scaled is not None and all(e.__class__ is Fraction for _, e in factors):
+                return scaled, [(b, e * q) for b, e in factors]
+        if (c.__class__ is Fraction and c > 0 and all(b.op == "const" for b, _ in factors)
+                and all(e.__class__ is Fraction for _, e in factors)):
+            form = power_form((c, ()), q)  # sqrt(2*pi) is 2**(1/2)*pi**(1/2)
+            if form is not None:
+                coefficient, atoms = form
+                return coefficient, [(const(_ATOMS[a] if a in _ATOMS else float(a)), e)
+                                     for a, e in atoms] + [(b, e * q) for b, e in factors]
+        if c == 1 and len(factors) == 1 and factors[0][1].__class__ is Fraction:
+            b, p = factors[0]
+            if p.denominator > 1 or p.numerator % 2:  # (x**2)**(1/2) is |x|, not x
+                return Fraction(1), [(b, p * q)]
+        return Fraction(1), [(base, q)]
+
+    def terms(self, d: Node) -> list:
+        """``[(coefficient, rest), ...]`` of a display node; rest None for the number."""
+        known = self.sums.get(d)
+        if known is not None:
+            return known
+        result = None
+        if d.op == "add":
+            parts = [self.terms(a) for a in d.args]
+            if sum(len(p) for p in parts) <= LIMIT:
+                result = [t for p in parts for t in p]
+        if result is None:
+            c, factors = self.product(d)
+            if not factors:
+                result = [(c, None)]
+            elif (len(factors) == 1 and factors[0][1] == 1 and factors[0][0].op == "add"
+                  and c.__class__ is Fraction):  # 2*(x + 1) is 2*x + 2, as SymPy has it
+                result = [(_mul(c, tc), rest) for tc, rest in self.terms(factors[0][0])]
+            else:
+                result = [(c, self.build_product(Fraction(1), factors))]
+        self.sums[d] = result
+        return result
+
+    # -- building display nodes ---------------------------------------------------------------
+    def build_power(self, base: Node, e) -> Node:
+        if e.__class__ is not Fraction:
+            return _mk("pow", base, e)
+        if e == 1:
+            return base
+        if e == _HALF:
+            return _mk("sqrt", base)
+        return _mk("pow", base, _numeral(e))
+
+    def build_product(self, c, factors: Iterable) -> Node:
+        merged: dict[Node, Fraction] = {}
+        symbolic = []
+        masks, values = [], []
+        for base, e in factors:
+            if e.__class__ is not Fraction:
+                symbolic.append((base, e))
+                continue
+            zero = _zero_branch(base) if e == 1 else None
+            if base.op in COMPARISONS and e == 1:
+                masks.append((base, 2))
+            elif zero is not None:  # where(c, a, 0)*b is where(c, a*b, 0)
+                masks.append((base.args[0], zero))
+                values.append(base.args[3 - zero])
+            else:
+                merged[base] = merged.get(base, 0) + e
+        for v in values:
+            vc, vf = self.product(v)
+            c = _mul(c, vc)
+            for base, e in vf:
+                if e.__class__ is Fraction:
+                    merged[base] = merged.get(base, 0) + e
+                else:
+                    symbolic.append((base, e))
+        if c == 0:
+            return const(0.0)
+        upper, lower = [], []
+        for base, e in merged.items():
+            if e == 0:
+                continue
+            if base.op == "const" and e.denominator == 1 and base.value.__class__ is float:
+                folded = _power_of(Fraction(base.value), e) if base.value.is_integer() else None
+                if folded is not None:  # 2**3 is a coefficient
+                    c = _mul(c, folded)
+                    continue
+            if base.op == "const" and e.denominator > 1 and c.__class__ is Fraction and \
+                    base.value.__class__ is float and base.value.is_integer():
+                p = int(base.value)  # sqrt(2)/4 is 1/(2*sqrt(2))
+                if e > 0 and c.denominator % p == 0:
+                    c, e = c * p, e - 1
+                elif e < 0 and c.numerator % p == 0:
+                    c, e = c / p, e + 1
+            (upper if e > 0 else lower).append((base, abs(e)))
+        negative = c < 0
+        c = -c if negative else c
+        top = self.side(upper, c.numerator if c.__class__ is Fraction else c)
+        top.extend(_mk("pow", b, e) for b, e in sorted(symbolic, key=_factor_key))
+        bottom = self.side(lower, c.denominator if c.__class__ is Fraction else 1)
+        node = _join(top)
+        if bottom:
+            node = _mk("div", node, _join(bottom))
+        if negative:
+            node = _mk("neg", node)
+        for mask, zero in masks:
+            node = _mk("where", mask, *((node, const(0.0)) if zero == 2 else (const(0.0), node)))
+        return node
+
+    def side(self, items: list, number) -> list:
+        """One side of a quotient: the number, then the factors; constants' roots as one sqrt."""
+        roots = [b for b, e in items if e == _HALF and b.op == "const"]
+        rest = sorted(((b, e) for b, e in items if not (e == _HALF and b.op == "const")),
+                      key=_factor_key)
+        nodes = [const(float(number))] if number != 1 else []
+        nodes += [self.build_power(b, e) for b, e in rest]
+        if roots:
+            nodes.insert(1 if number != 1 else 0, _mk("sqrt", _join(roots)))
+        return nodes
+
+    def build_sum(self, terms: list) -> Node:
+        groups: dict[Node, object] = {}
+        number = Fraction(0)
+        for c, rest in terms:
+            if rest is None:
+                number = _add(number, c)
+            else:
+                groups[rest] = _add(groups.get(rest, Fraction(0)), c)
+        for rest, c in list(groups.items()):  # expm1(u) + 1 is exp(u)
+            if rest.op == "expm1" and number != 0 and c == number:
+                del groups[rest]
+                number = Fraction(0)
+                exp = _mk("exp", rest.args[0])
+                groups[exp] = _add(groups.get(exp, Fraction(0)), c)
+                break
+        nodes, signs = [], []
+        for rest, c in groups.items():
+            if c == 0:
+                continue
+            rc, rf = self.product(rest)
+            nodes.append(self.build_product(_mul(c, rc), rf))
+            signs.append(c < 0)
+        if number != 0 or not nodes:
+            nodes.append(self.build_product(number, []))
+            signs.append(number < 0)
+        nodes, signs = _merge_masks(nodes, signs)
+        if signs[0] and not all(signs):  # lead with a positive term: 1 - x, not -x + 1
+            first = signs.index(False)
+            nodes.insert(0, nodes.pop(first))
+        return nodes[0] if len(nodes) == 1 else _mk("add", *nodes)
+
+    # -- one original node --------------------------------------------------------------------
+    def node(self, n: Node, shown: dict[Node, Node]) -> Node:
+        op = n.op
+        if op == "symbol":
+            return n
+        if op == "const":
+            return self.build_sum([(c, None) if not f else (c, self.build_product(1, f))
+                                   for c, f in [self.constant(n.value)]])
+        args = [shown[a] for a in n.args]
+        if op == "where":
+            guarded = _unguard(*args)
+            if guarded is not None:
+                return guarded
+        raw = _mk(op, *args)
+        if op in ("add", "mul", "neg", "div", "pow", "sqrt"):
+            return self.build_sum(self.terms(raw))
+        return raw
+
+
+def _merge_masks(nodes: list[Node], signs: list[bool]) -> tuple[list, list]:
+    """``where(c, a, 0) + where(c, 0, b)`` is ``where(c, a, b)``: one mask, printed once."""
+    halves: dict[Node, list] = {}
+    for i, n in enumerate(nodes):
+        zero = _zero_branch(n)
+        if zero is not None:
+            halves.setdefault(n.args[0], [None, None])[2 - zero] = i
+    done = set()
+    for cond, (first, second) in halves.items():
+        if first is not None and second is not None:
+            a, b = nodes[first].args[1], nodes[second].args[2]
+            nodes[first] = _mk("where", cond, a, b)
+            signs[first] = False
+            done.add(second)
+    if done:
+        nodes = [n for i, n in enumerate(nodes) if i not in done]
+        signs = [s for i, s in enumerate(signs) if i not in done]
+    return nodes, signs
+
+
+def _join(nodes: list[Node]) -> Node:
+    if not nodes:
+        return const(1.0)
+    return nodes[0] if len(nodes) == 1 else _mk("mul", *nodes)
+
+
+def _zero_branch(node: Node) -> int | None:
+    """Which branch (1 or 2) of a ``where`` is the number 0, if one is."""
+    if node.op != "where":
+        return None
+    for branch in (2, 1):
+        arg = node.args[branch]
+        if arg.op == "const" and arg.value == 0.0:
+            return branch
+    return None
+
+
+def _unguard(c: Node, a: Node, b: Node) -> Node | None:
+    """The value a derivative rule's guard protects: where(h > 0, h, 1) is h, for h >= 0;
+    where(x == 0, 1, x) is x (a single point replaced)."""
+    if c.op not in COMPARISONS:
+        return None
+    x, limit = c.args
+    if limit.op != "const":
+        return None
+    if c.op == "gt" and limit.value == 0.0 and a is x and b.op == "const" and _nonnegative(x):
+        return x
+    if c.op == "eq" and b is x and a.op == "const":
+        return x
+    if c.op == "ne" and a is x and b.op == "const":
+        return x
+    return None
+
+
+@bulk
+def tidy_many(outputs: Sequence[Node], keep: Iterable[Node] = ()) -> list[Node]:
+    """The display form of each output; nodes in `keep` stay whole (their own lines in the
+    shared form) instead of merging into the sums and products that use them."""
+    tidier = _Tidier()
+    kept = set(keep)
+    shown: dict[Node, Node] = {}
+    for n in topological_order(list(outputs)):
+        d = tidier.node(n, shown)
+        if n in kept and d.args and d.op not in ("neg",):
+            tidier.products.setdefault(d, (Fraction(1), [(d, Fraction(1))]))
+            tidier.sums.setdefault(d, [(Fraction(1), d)])
+        shown[n] = d
+    return [shown[o] for o in outputs]
+
+
+def tidy(node: Node) -> Node:
+    """The display form of `node` (see the module docstring)."""
+    return tidy_many([node])[0]
+
