@@ -111,6 +111,8 @@ class _Tidier:
     def __init__(self) -> None:
         self.products: dict[Node, tuple] = {}
         self.sums: dict[Node, list] = {}
+        self.contents: dict[Node, tuple] = {}
+        self.weights: dict[Node, int] = {}
 
     # -- reading display nodes back as factor and term lists ----------------------------------
     def constant(self, value: float) -> tuple:
@@ -216,13 +218,9 @@ class _Tidier:
         return _mk("pow", base, _numeral(e))
 
     def build_product(self, c, factors: Iterable) -> Node:
-        merged: dict[Node, Fraction] = {}
-        symbolic = []
+        merged: dict[Node, list] = {}  # base -> [rational exponent, symbolic exponents]
         masks, values = [], []
         for base, e in factors:
-            if e.__class__ is not Fraction:
-                symbolic.append((base, e))
-                continue
             zero = _zero_branch(base) if e == 1 else None
             if base.op in COMPARISONS and e == 1:
                 masks.append((base, 2))
@@ -230,19 +228,31 @@ class _Tidier:
                 masks.append((base.args[0], zero))
                 values.append(base.args[3 - zero])
             else:
-                merged[base] = merged.get(base, 0) + e
+                _merge(merged, base, e)
         for v in values:
             vc, vf = self.product(v)
             c = _mul(c, vc)
             for base, e in vf:
-                if e.__class__ is Fraction:
-                    merged[base] = merged.get(base, 0) + e
-                else:
-                    symbolic.append((base, e))
+                _merge(merged, base, e)
         if c == 0:
             return const(0.0)
-        upper, lower = [], []
-        for base, e in merged.items():
+        c = self.normalize_sums(c, merged)
+        c = self.rebalance_roots(c, merged)
+        upper, lower, symbolic_up, symbolic_down = [], [], [], []
+        for base, (e, symbolic) in merged.items():
+            if symbolic:  # x**a * x is x**(a + 1)
+                exponent = symbolic[0]
+                if len(symbolic) > 1 or e != 0:
+                    exponent = self.build_sum([t for s in symbolic for t in self.terms(s)]
+                                              + ([(e, None)] if e != 0 else []))
+                q = _rational(exponent)
+                if q is None:
+                    if exponent.op == "neg":  # x**(-a) is 1/x**a
+                        symbolic_down.append((base, exponent.args[0]))
+                    else:
+                        symbolic_up.append((base, exponent))
+                    continue
+                e = q
             if e == 0:
                 continue
             if base.op == "const" and e.denominator == 1 and base.value.__class__ is float:
@@ -260,9 +270,8 @@ class _Tidier:
             (upper if e > 0 else lower).append((base, abs(e)))
         negative = c < 0
         c = -c if negative else c
-        top = self.side(upper, c.numerator if c.__class__ is Fraction else c)
-        top.extend(_mk("pow", b, e) for b, e in sorted(symbolic, key=_factor_key))
-        bottom = self.side(lower, c.denominator if c.__class__ is Fraction else 1)
+        top = self.side(upper + symbolic_up, c.numerator if c.__class__ is Fraction else c)
+        bottom = self.side(lower + symbolic_down, c.denominator if c.__class__ is Fraction else 1)
         node = _join(top)
         if bottom:
             node = _mk("div", node, _join(bottom))
@@ -271,6 +280,65 @@ class _Tidier:
         for mask, zero in masks:
             node = _mk("where", mask, *((node, const(0.0)) if zero == 2 else (const(0.0), node)))
         return node
+
+    def content(self, base: Node) -> tuple:
+        """``(k, s)`` with ``base == k*s``: a sum's common number and sign taken out
+        (``2*x - 2`` is ``2*(x - 1)``), so that like factors meet."""
+        known = self.contents.get(base)
+        if known is not None:
+            return known
+        result = (Fraction(1), base)
+        terms = self.terms(base)
+        if all(c.__class__ is Fraction for c, _ in terms) and len(terms) > 1:
+            numerators = math.gcd(*[c.numerator for c, _ in terms])
+            denominators = math.lcm(*[c.denominator for c, _ in terms])
+            k = Fraction(numerators, denominators)
+            if all(c < 0 for c, _ in terms):
+                k = -k
+            if k != 1 and k != 0:
+                result = (k, self.build_sum([(c / k, rest) for c, rest in terms]))
+        self.contents[base] = result
+        return result
+
+    def normalize_sums(self, c, merged: dict):
+        for base in [b for b in merged if b.op == "add"]:
+            e, symbolic = merged[base]
+            if symbolic or e.denominator != 1 or e == 0:
+                continue
+            k, normal = self.content(base)
+            if normal is not base:
+                del merged[base]
+                c = _mul(c, k ** int(e))
+                _merge(merged, normal, e)
+        return c
+
+    def rebalance_roots(self, c, merged: dict):
+        """``sqrt(L/g)/L`` is ``1/(g*sqrt(L/g))``... and ``L/(g**2*sqrt(L/g))`` is
+        ``sqrt(L/g)/g``: a root of a product trades whole powers with that product's factors
+        when fewer factors remain."""
+        for base in [b for b, (e, s) in merged.items() if not s and e.denominator > 1]:
+            bc, bf = self.product(base)
+            if (bc.__class__ is not Fraction or bc <= 0 or not 2 <= len(bf) <= 8
+                    or any(e.__class__ is not Fraction or e.denominator > 1 for _, e in bf)):
+                continue
+            here = {b: merged[b][0] if b in merged and not merged[b][1] else None for b, _ in bf}
+            if any(v is None and b in merged for b, v in here.items()):
+                continue
+
+            def cost(k):
+                total = 0
+                for b, p in bf:
+                    e = (here[b] or 0) - k * p
+                    total += (e != 0) + (abs(e) != 1 and e != 0) * 0.5
+                return total
+
+            best = min((-1, 0, 1), key=lambda k: (cost(k), abs(k)))
+            if best:
+                merged[base][0] += best
+                for b, p in bf:
+                    _merge(merged, b, -best * p)
+                c = _mul(c, bc ** -best)
+        return c
 
     def side(self, items: list, number) -> list:
         """One side of a quotient: the number, then the factors; constants' roots as one sqrt."""
@@ -298,10 +366,13 @@ class _Tidier:
                 exp = _mk("exp", rest.args[0])
                 groups[exp] = _add(groups.get(exp, Fraction(0)), c)
                 break
+        groups = {rest: c for rest, c in groups.items() if c != 0}
+        if number == 0 and len(groups) > 1:
+            factored = self.factor_out(groups)
+            if factored is not None:
+                return factored
         nodes, signs = [], []
         for rest, c in groups.items():
-            if c == 0:
-                continue
             rc, rf = self.product(rest)
             nodes.append(self.build_product(_mul(c, rc), rf))
             signs.append(c < 0)
@@ -313,6 +384,76 @@ class _Tidier:
             first = signs.index(False)
             nodes.insert(0, nodes.pop(first))
         return nodes[0] if len(nodes) == 1 else _mk("add", *nodes)
+
+    def factor_out(self, groups: dict) -> Node | None:
+        """``a*x + b*x`` is ``x*(a + b)``: the factors every term has, taken out when the text
+        gets shorter (``a*b + a*c`` stays)."""
+        parts = [(c, self.product(rest)) for rest, c in groups.items()]
+        common: dict[Node, Fraction] | None = None
+        for _, (_, factors) in parts:
+            exponents: dict[Node, Fraction] = {}
+            for b, e in factors:
+                if e.__class__ is Fraction:
+                    exponents[b] = exponents.get(b, 0) + e
+            if common is None:
+                common = exponents
+                continue
+            kept = {}
+            for b, e in common.items():
+                other = exponents.get(b)
+                if other is not None and (other > 0) == (e > 0) and other != 0:
+                    kept[b] = min(e, other) if e > 0 else max(e, other)
+            common = kept
+            if not common:
+                return None
+        saved = (len(parts) - 1) * sum(self.weight(b) + (abs(e) != 1) * 2
+                                        for b, e in common.items()) - 3
+        if saved <= 0:
+            return None
+        reduced = []
+        for c, (rc, factors) in parts:
+            left = dict(common)
+            rest = []
+            for b, e in factors:
+                if b in left and e.__class__ is Fraction:
+                    e = e - left.pop(b)
+                if e != 0:
+                    rest.append((b, e))
+            coefficient = _mul(c, rc)
+            reduced.append((coefficient, self.build_product(Fraction(1), rest)) if rest
+                           else (coefficient, None))
+        inner = self.build_sum(reduced)
+        return self.build_product(Fraction(1), [*common.items(), (inner, Fraction(1))])
+
+    def weight(self, node: Node) -> int:
+        """About how many characters `node` prints as (iterative, memoized)."""
+        known = self.weights.get(node)
+        if known is not None:
+            return known
+        stack = [node]
+        while stack:
+            n = stack[-1]
+            if n in self.weights:
+                stack.pop()
+                continue
+            missing = [a for a in n.args if a not in self.weights]
+            if missing:
+                stack.extend(missing)
+                continue
+            stack.pop()
+            inner = sum(self.weights[a] for a in n.args)
+            if n.op == "symbol":
+                w = len(n.value)
+            elif n.op == "const":
+                w = 4 if n.value.__class__ is not float else len(repr(n.value)) - (
+                    2 if n.value.is_integer() else 0)
+            elif n.op in ("add", "mul", "div", "pow", "neg"):
+                w = inner + {"add": 3, "mul": 1, "div": 1, "pow": 2, "neg": 1}[n.op] * max(
+                    1, len(n.args) - 1)
+            else:
+                w = inner + len(n.op) + 2 * len(n.args)
+            self.weights[n] = min(w, 10**6)
+        return self.weights[node]
 
     # -- one original node --------------------------------------------------------------------
     def node(self, n: Node, shown: dict[Node, Node]) -> Node:
@@ -351,6 +492,16 @@ def _merge_masks(nodes: list[Node], signs: list[bool]) -> tuple[list, list]:
         nodes = [n for i, n in enumerate(nodes) if i not in done]
         signs = [s for i, s in enumerate(signs) if i not in done]
     return nodes, signs
+
+
+def _merge(merged: dict, base: Node, e) -> None:
+    slot = merged.get(base)
+    if slot is None:
+        slot = merged[base] = [Fraction(0), []]
+    if e.__class__ is Fraction:
+        slot[0] += e
+    else:
+        slot[1].append(e)
 
 
 def _join(nodes: list[Node]) -> Node:
