@@ -66,7 +66,7 @@ def measure(formulas=FORMULAS, seed: int = 16) -> list[Partial]:
         variables = sg.free_symbols(f)
         names = [v.name for v in variables]
         chosen = {n: sp.Symbol(n, real=True) for n in names}
-        theirs_f = sg.to_sympy(f, symbols=chosen) if _takes_symbols() else sg.to_sympy(f)
+        theirs_f = _sympy_formula(text, chosen)
         point = _point(f, names, rng)
         for v in variables:
             d = sg.diff(f, v)
@@ -85,10 +85,17 @@ def measure(formulas=FORMULAS, seed: int = 16) -> list[Partial]:
     return results
 
 
-def _takes_symbols() -> bool:
-    import inspect
+_FUNCTIONS = {"log10": lambda x: sp.log(x, 10), "log2": lambda x: sp.log(x, 2),
+              "abs": sp.Abs, "expm1": lambda x: sp.exp(x) - 1, "log1p": lambda x: sp.log(1 + x),
+              "hypot": lambda a, b: sp.sqrt(a**2 + b**2), "sigmoid": lambda x: 1 / (1 + sp.exp(-x))}
 
-    return "symbols" in inspect.signature(sg.to_sympy).parameters
+
+def _sympy_formula(text: str, chosen: dict):
+    """The formula as a SymPy user types it (the corpus is ours: parse_expr is safe here)."""
+    from sympy.parsing.sympy_parser import parse_expr
+
+    names = {**_FUNCTIONS, **chosen, "pi": sp.pi, "e": sp.E, "E": sp.E}
+    return parse_expr(text, local_dict=names)
 
 
 def report(results: list[Partial], worst: int = 5) -> str:

@@ -144,8 +144,8 @@ class _Tidier:
             if op == "div":
                 c, factors = parts[1]
                 inverse = _power_of(c, Fraction(-1))
-                if inverse is not None and all(e.__class__ is Fraction for _, e in factors):
-                    parts[1] = (inverse, [(b, -e) for b, e in factors])
+                if inverse is not None:
+                    parts[1] = (inverse, [(b, self.scale(e, Fraction(-1))) for b, e in factors])
                 else:
                     parts = None
             if parts is not None and sum(len(p[1]) for p in parts) <= LIMIT:
@@ -170,8 +170,8 @@ class _Tidier:
         c, factors = self.product(base)
         if q.denominator == 1:  # (x*y)**2 is x**2*y**2
             scaled = _power_of(c, q)
-            if scaled is not None and all(e.__class__ is Fraction for _, e in factors):
-                return scaled, [(b, e * q) for b, e in factors]
+            if scaled is not None:
+                return scaled, [(b, self.scale(e, q)) for b, e in factors]
         if (c.__class__ is Fraction and c > 0 and all(b.op == "const" for b, _ in factors)
                 and all(e.__class__ is Fraction for _, e in factors)):
             form = power_form((c, ()), q)  # sqrt(2*pi) is 2**(1/2)*pi**(1/2)
@@ -184,6 +184,14 @@ class _Tidier:
             if p.denominator > 1 or p.numerator % 2:  # (x**2)**(1/2) is |x|, not x
                 return Fraction(1), [(b, p * q)]
         return Fraction(1), [(base, q)]
+
+    def scale(self, e, q: Fraction):
+        """An exponent times a number: a Fraction, or a display node (``-(a + 1)``)."""
+        if e.__class__ is Fraction:
+            return e * q
+        node = self.build_sum([(_mul(c, q), r) for c, r in self.terms(e)])
+        r = _rational(node)
+        return node if r is None else r
 
     def terms(self, d: Node) -> list:
         """``[(coefficient, rest), ...]`` of a display node; rest None for the number."""
@@ -228,12 +236,12 @@ class _Tidier:
                 masks.append((base.args[0], zero))
                 values.append(base.args[3 - zero])
             else:
-                _merge(merged, base, e)
+                self.merge(merged, base, e)
         for v in values:
             vc, vf = self.product(v)
             c = _mul(c, vc)
             for base, e in vf:
-                _merge(merged, base, e)
+                self.merge(merged, base, e)
         if c == 0:
             return const(0.0)
         c = self.normalize_sums(c, merged)
@@ -241,14 +249,13 @@ class _Tidier:
         upper, lower, symbolic_up, symbolic_down = [], [], [], []
         for base, (e, symbolic) in merged.items():
             if symbolic:  # x**a * x is x**(a + 1)
-                exponent = symbolic[0]
-                if len(symbolic) > 1 or e != 0:
-                    exponent = self.build_sum([t for s in symbolic for t in self.terms(s)]
-                                              + ([(e, None)] if e != 0 else []))
+                terms = symbolic + ([(e, None)] if e != 0 else [])
+                exponent = self.build_sum(terms)
                 q = _rational(exponent)
                 if q is None:
-                    if exponent.op == "neg":  # x**(-a) is 1/x**a
-                        symbolic_down.append((base, exponent.args[0]))
+                    if all(c < 0 for c, _ in terms):  # x**(-a - 1) is 1/x**(a + 1)
+                        symbolic_down.append((base, self.build_sum(
+                            [(_mul(c, Fraction(-1)), r) for c, r in terms])))
                     else:
                         symbolic_up.append((base, exponent))
                     continue
@@ -306,39 +313,60 @@ class _Tidier:
             if symbolic or e.denominator != 1 or e == 0:
                 continue
             k, normal = self.content(base)
+            if k.denominator != 1:  # r + sigma**2/2 stays: (2*r + sigma**2)/2 is no shorter
+                continue
             if normal is not base:
                 del merged[base]
                 c = _mul(c, k ** int(e))
-                _merge(merged, normal, e)
+                self.merge(merged, normal, e)
         return c
 
     def rebalance_roots(self, c, merged: dict):
-        """``sqrt(L/g)/L`` is ``1/(g*sqrt(L/g))``... and ``L/(g**2*sqrt(L/g))`` is
-        ``sqrt(L/g)/g``: a root of a product trades whole powers with that product's factors
-        when fewer factors remain."""
-        for base in [b for b, (e, s) in merged.items() if not s and e.denominator > 1]:
+        """``L/(g**2*sqrt(L/g))`` is ``sqrt(L/g)/g`` and ``x*(x/y)**(k - 1)/y`` is
+        ``(x/y)**k``: a power of a product trades whole powers with that product's factors
+        when fewer factors (or a simpler exponent) remain."""
+        for base in [b for b, (e, s) in merged.items() if s or e.denominator > 1]:
+            e, symbolic = merged[base]
             bc, bf = self.product(base)
-            if (bc.__class__ is not Fraction or bc <= 0 or not 2 <= len(bf) <= 8
-                    or any(e.__class__ is not Fraction or e.denominator > 1 for _, e in bf)):
+            if (bc.__class__ is not Fraction or bc <= 0 or not 1 <= len(bf) <= 8
+                    or (len(bf) == 1 and bc == 1)
+                    or any(p.__class__ is not Fraction or p.denominator > 1 for _, p in bf)):
                 continue
-            here = {b: merged[b][0] if b in merged and not merged[b][1] else None for b, _ in bf}
-            if any(v is None and b in merged for b, v in here.items()):
-                continue
+            here = {}
+            for b, _ in bf:
+                slot = merged.get(b)
+                if slot is not None and slot[1]:
+                    break
+                here[b] = slot[0] if slot is not None else Fraction(0)
+            else:
+                def cost(k):
+                    total = (e + k != 0) if symbolic else 0.25 * (e + k < 0)
+                    for b, p in bf:
+                        left = here[b] - k * p
+                        total += (left != 0) + (abs(left) != 1 and left != 0) * 0.5
+                    return total
 
-            def cost(k):
-                total = 0
-                for b, p in bf:
-                    e = (here[b] or 0) - k * p
-                    total += (e != 0) + (abs(e) != 1 and e != 0) * 0.5
-                return total
-
-            best = min((-1, 0, 1), key=lambda k: (cost(k), abs(k)))
-            if best:
-                merged[base][0] += best
-                for b, p in bf:
-                    _merge(merged, b, -best * p)
-                c = _mul(c, bc ** -best)
+                best = min((-1, 0, 1), key=lambda k: (cost(k), abs(k)))
+                if best:
+                    merged[base][0] += best
+                    for b, p in bf:
+                        self.merge(merged, b, Fraction(-best * p))
+                    c = _mul(c, bc ** -best)
         return c
+
+    def merge(self, merged: dict, base: Node, e) -> None:
+        """Add the exponent `e` (a Fraction or a display node) to `base`'s entry."""
+        slot = merged.get(base)
+        if slot is None:
+            slot = merged[base] = [Fraction(0), []]
+        if e.__class__ is Fraction:
+            slot[0] += e
+            return
+        for c, r in self.terms(e):
+            if r is None and c.__class__ is Fraction:
+                slot[0] += c
+            else:
+                slot[1].append((c, r))
 
     def side(self, items: list, number) -> list:
         """One side of a quotient: the number, then the factors; constants' roots as one sqrt."""
@@ -367,10 +395,14 @@ class _Tidier:
                 groups[exp] = _add(groups.get(exp, Fraction(0)), c)
                 break
         groups = {rest: c for rest, c in groups.items() if c != 0}
-        if number == 0 and len(groups) > 1:
+        if len(groups) > 1:
             factored = self.factor_out(groups)
             if factored is not None:
-                return factored
+                if number == 0:
+                    return factored
+                shown = self.build_product(number, [])
+                return _mk("add", *((factored, shown) if factored.op != "neg" or number < 0
+                                    else (shown, factored)))
         nodes, signs = [], []
         for rest, c in groups.items():
             rc, rf = self.product(rest)
@@ -492,16 +524,6 @@ def _merge_masks(nodes: list[Node], signs: list[bool]) -> tuple[list, list]:
         nodes = [n for i, n in enumerate(nodes) if i not in done]
         signs = [s for i, s in enumerate(signs) if i not in done]
     return nodes, signs
-
-
-def _merge(merged: dict, base: Node, e) -> None:
-    slot = merged.get(base)
-    if slot is None:
-        slot = merged[base] = [Fraction(0), []]
-    if e.__class__ is Fraction:
-        slot[0] += e
-    else:
-        slot[1].append(e)
 
 
 def _join(nodes: list[Node]) -> Node:
