@@ -302,6 +302,8 @@ class _Tidier:
             k = Fraction(numerators, denominators)
             if all(c < 0 for c, _ in terms):
                 k = -k
+            if k.denominator != 1 and any(abs(c / k) != 1 for c, _ in terms):
+                k = Fraction(-1) if k < 0 else Fraction(1)  # r + sigma**2/2 stays as it is
             if k != 1 and k != 0:
                 result = (k, self.build_sum([(c / k, rest) for c, rest in terms]))
         self.contents[base] = result
@@ -313,8 +315,6 @@ class _Tidier:
             if symbolic or e.denominator != 1 or e == 0:
                 continue
             k, normal = self.content(base)
-            if k.denominator != 1:  # r + sigma**2/2 stays: (2*r + sigma**2)/2 is no shorter
-                continue
             if normal is not base:
                 del merged[base]
                 c = _mul(c, k ** int(e))
@@ -395,15 +395,12 @@ class _Tidier:
                 groups[exp] = _add(groups.get(exp, Fraction(0)), c)
                 break
         groups = {rest: c for rest, c in groups.items() if c != 0}
-        if len(groups) > 1:
-            factored = self.factor_out(groups)
-            if factored is not None:
-                if number == 0:
-                    return factored
-                shown = self.build_product(number, [])
-                return _mk("add", *((factored, shown) if factored.op != "neg" or number < 0
-                                    else (shown, factored)))
         nodes, signs = [], []
+        if len(groups) > 1:
+            factored, groups = self.factor_out(groups)
+            if factored is not None:
+                nodes.append(factored)
+                signs.append(factored.op == "neg")
         for rest, c in groups.items():
             rc, rf = self.product(rest)
             nodes.append(self.build_product(_mul(c, rc), rf))
@@ -417,45 +414,73 @@ class _Tidier:
             nodes.insert(0, nodes.pop(first))
         return nodes[0] if len(nodes) == 1 else _mk("add", *nodes)
 
-    def factor_out(self, groups: dict) -> Node | None:
-        """``a*x + b*x`` is ``x*(a + b)``: the factors every term has, taken out when the text
-        gets shorter (``a*b + a*c`` stays)."""
-        parts = [(c, self.product(rest)) for rest, c in groups.items()]
-        common: dict[Node, Fraction] | None = None
-        for _, (_, factors) in parts:
-            exponents: dict[Node, Fraction] = {}
+    def factor_out(self, groups: dict) -> tuple:
+        """``a*x + b*x + c`` is ``x*(a + b) + c``: the heaviest factor that several terms
+        have, with what else those terms share, taken out; a factor goes out only where at
+        least two terms lose it whole (``x**2 + x**3`` stays), so there are fewer operations.
+        Returns ``(node of those terms or None, the other terms)``."""
+        items = list(groups.items())
+        parts = [self.product(rest) for rest, _ in items]
+        exponents = []
+        count: dict = {}
+        for _, factors in parts:
+            found: dict = {}
             for b, e in factors:
-                if e.__class__ is Fraction:
-                    exponents[b] = exponents.get(b, 0) + e
-            if common is None:
-                common = exponents
+                key = b if e.__class__ is Fraction else (b, e)
+                found[key] = found.get(key, 0) + (e if e.__class__ is Fraction else 1)
+            exponents.append(found)
+            for key in found:
+                count[key] = count.get(key, 0) + 1
+        candidates = [k for k, n in count.items() if n >= 2]
+        if not candidates:
+            return None, groups
+        best = max(candidates, key=lambda k: (count[k] - 1) * self.weight(
+            k if k.__class__ is Node else k[0]))
+        subset = [i for i, found in enumerate(exponents) if best in found]
+        common = {}
+        for key in exponents[subset[0]]:
+            values = [exponents[i].get(key) for i in subset]
+            if any(v is None or v == 0 for v in values):
                 continue
-            kept = {}
-            for b, e in common.items():
-                other = exponents.get(b)
-                if other is not None and (other > 0) == (e > 0) and other != 0:
-                    kept[b] = min(e, other) if e > 0 else max(e, other)
-            common = kept
-            if not common:
-                return None
-        saved = (len(parts) - 1) * sum(self.weight(b) + (abs(e) != 1) * 2
-                                        for b, e in common.items()) - 3
-        if saved <= 0:
-            return None
+            if key.__class__ is not Node:
+                m = min(values)
+            elif all(v > 0 for v in values):
+                m = min(values)
+            elif all(v < 0 for v in values):
+                m = max(values)
+            else:
+                continue
+            if sum(v == m for v in values) >= 2:
+                common[key] = m
+        if not common:
+            return None, groups
         reduced = []
-        for c, (rc, factors) in parts:
+        for i in subset:
+            rc, factors = parts[i]
             left = dict(common)
             rest = []
             for b, e in factors:
-                if b in left and e.__class__ is Fraction:
-                    e = e - left.pop(b)
+                key = b if e.__class__ is Fraction else (b, e)
+                if key in left:
+                    if e.__class__ is Fraction:
+                        e = e - left.pop(key)
+                    else:
+                        left[key] -= 1
+                        if not left[key]:
+                            del left[key]
+                        continue
                 if e != 0:
                     rest.append((b, e))
-            coefficient = _mul(c, rc)
+            coefficient = _mul(items[i][1], rc)
             reduced.append((coefficient, self.build_product(Fraction(1), rest)) if rest
                            else (coefficient, None))
         inner = self.build_sum(reduced)
-        return self.build_product(Fraction(1), [*common.items(), (inner, Fraction(1))])
+        factors = []
+        for key, m in common.items():
+            factors.extend([(key, m)] if key.__class__ is Node else [key] * m)
+        node = self.build_product(Fraction(1), [*factors, (inner, Fraction(1))])
+        chosen = set(subset)
+        return node, {rest: c for i, (rest, c) in enumerate(items) if i not in chosen}
 
     def weight(self, node: Node) -> int:
         """About how many characters `node` prints as (iterative, memoized)."""
