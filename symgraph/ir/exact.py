@@ -266,6 +266,10 @@ def exact_text(form, latex: bool = False) -> str:
     bottom = _product_text(coefficient.denominator, lower, latex)
     if latex:
         return rf"{sign}\frac{{{top}}}{{{bottom}}}"
-    if "*" in bottom:
-        bottom = f"({bottom})"
+    depth = 0
+    for ch in bottom:  # a product below the bar needs parentheses: 1/(2*pi), 1/sqrt(2*pi)
+        depth += (ch == "(") - (ch == ")")
+        if depth == 0 and ch == "*":
+            bottom = f"({bottom})"
+            break
     return f"{sign}{top}/{bottom}"

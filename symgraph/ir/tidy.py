@@ -28,8 +28,9 @@ from .traversal import bulk, topological_order
 
 __all__ = ["tidy", "tidy_many", "LIMIT"]
 
-LIMIT = 32  # factors (terms) one operand may bring into its parent's product (sum)
+LIMIT = 12  # factors (terms) one operand may bring into its parent's product (sum)
 _HALF = Fraction(1, 2)
+_Q = (int, Fraction)  # exact numbers (ints where whole: far faster than Fractions)
 _ATOMS = {"pi": PI, "E": EULER}
 _NONNEGATIVE = {"hypot", "abs", "sqrt", "exp", "cosh", "relu", "softplus", "sigmoid", "erfc"}
 # Floats the op table's derivative rules write that have a name (log2' is 1/(x*log(2))).
@@ -40,23 +41,27 @@ def _mk(op: str, *args: Node) -> Node:
     return _intern(op, args, None)
 
 
+def _norm(x):
+    return x.numerator if x.__class__ is Fraction and x.denominator == 1 else x
+
+
 def _mul(a, b):
-    if a.__class__ is Fraction and b.__class__ is Fraction:
+    if a.__class__ in _Q and b.__class__ in _Q:
         return a * b
     return float(a) * float(b)
 
 
 def _add(a, b):
-    if a.__class__ is Fraction and b.__class__ is Fraction:
+    if a.__class__ in _Q and b.__class__ in _Q:
         return a + b
     return float(a) + float(b)
 
 
 def _power_of(c, q):
-    if c.__class__ is Fraction and q.__class__ is Fraction and q.denominator == 1:
+    if c.__class__ in _Q and q.__class__ in _Q and q.denominator == 1:
         if c == 0 and q < 0:
             return None
-        return c ** int(q)
+        return _norm(Fraction(c) ** int(q))
     try:
         value = float(c) ** float(q)
     except (OverflowError, ZeroDivisionError):
@@ -66,7 +71,7 @@ def _power_of(c, q):
 
 def _numeral(value) -> Node:
     """A nonnegative number as display: ``3``, ``1/3`` (a quotient, not a folded float)."""
-    if value.__class__ is Fraction:
+    if value.__class__ in _Q:
         if value.denominator == 1:
             return const(float(value.numerator))
         return _mk("div", const(float(value.numerator)), const(float(value.denominator)))
@@ -77,13 +82,13 @@ def _rational(node: Node) -> Fraction | None:
     """The rational a display node spells, if it spells one (``3``, ``1/3``, ``-1/2``)."""
     if node.op == "const":
         form = form_of(node.value)
-        return form[0] if form is not None and not form[1] else None
+        return _norm(form[0]) if form is not None and not form[1] else None
     if node.op == "neg":
         inner = _rational(node.args[0])
         return None if inner is None else -inner
     if node.op == "div" and node.args[0].op == node.args[1].op == "const":
         a, b = _rational(node.args[0]), _rational(node.args[1])
-        return a / b if a is not None and b else None
+        return _norm(Fraction(a) / b) if a is not None and b else None
     return None
 
 
@@ -113,18 +118,19 @@ class _Tidier:
         self.sums: dict[Node, list] = {}
         self.contents: dict[Node, tuple] = {}
         self.weights: dict[Node, int] = {}
+        self.built: set[Node] = set()  # built by build_product with coefficient 1
 
     # -- reading display nodes back as factor and term lists ----------------------------------
     def constant(self, value: float) -> tuple:
         form = form_of(value)
         if form is not None:
             coefficient, atoms = form
-            return coefficient, [(const(_ATOMS[a] if a in _ATOMS else float(a)), e)
-                                 for a, e in atoms]
+            return _norm(coefficient), [(const(_ATOMS[a] if a in _ATOMS else float(a)), e)
+                                        for a, e in atoms]
         known = _KNOWN.get(abs(value))
         if known is not None:
-            return Fraction(-1 if value < 0 else 1), [(_mk(known[0], const(known[1])),
-                                                       Fraction(1))]
+            return (-1 if value < 0 else 1), [(_mk(known[0], const(known[1])),
+                                                       1)]
         return value, []
 
     def product(self, d: Node) -> tuple:
@@ -138,18 +144,18 @@ class _Tidier:
             result = self.constant(d.value)
         elif op == "neg":
             c, factors = self.product(d.args[0])
-            result = (_mul(c, Fraction(-1)), factors)
+            result = (_mul(c, -1), factors)
         elif op == "mul" or op == "div":
             parts = [self.product(a) for a in d.args]
             if op == "div":
                 c, factors = parts[1]
-                inverse = _power_of(c, Fraction(-1))
+                inverse = _power_of(c, -1)
                 if inverse is not None:
-                    parts[1] = (inverse, [(b, self.scale(e, Fraction(-1))) for b, e in factors])
+                    parts[1] = (inverse, [(b, self.scale(e, -1)) for b, e in factors])
                 else:
                     parts = None
             if parts is not None and sum(len(p[1]) for p in parts) <= LIMIT:
-                c = Fraction(1)
+                c = 1
                 factors = []
                 for pc, pf in parts:
                     c = _mul(c, pc)
@@ -160,9 +166,9 @@ class _Tidier:
             if q is not None:
                 result = self.power(d.args[0], q)
             elif op == "pow":
-                result = (Fraction(1), [(d.args[0], d.args[1])])
+                result = (1, [(d.args[0], d.args[1])])
         if result is None:
-            result = (Fraction(1), [(d, Fraction(1))])
+            result = (1, [(d, 1)])
         self.products[d] = result
         return result
 
@@ -172,22 +178,22 @@ class _Tidier:
             scaled = _power_of(c, q)
             if scaled is not None:
                 return scaled, [(b, self.scale(e, q)) for b, e in factors]
-        if (c.__class__ is Fraction and c > 0 and all(b.op == "const" for b, _ in factors)
-                and all(e.__class__ is Fraction for _, e in factors)):
-            form = power_form((c, ()), q)  # sqrt(2*pi) is 2**(1/2)*pi**(1/2)
+        if (c.__class__ in _Q and c > 0 and all(b.op == "const" for b, _ in factors)
+                and all(e.__class__ in _Q for _, e in factors)):
+            form = power_form((Fraction(c), ()), Fraction(q))  # sqrt(2*pi) is 2**(1/2)*pi**(1/2)
             if form is not None:
                 coefficient, atoms = form
                 return coefficient, [(const(_ATOMS[a] if a in _ATOMS else float(a)), e)
                                      for a, e in atoms] + [(b, e * q) for b, e in factors]
-        if c == 1 and len(factors) == 1 and factors[0][1].__class__ is Fraction:
+        if c == 1 and len(factors) == 1 and factors[0][1].__class__ in _Q:
             b, p = factors[0]
             if p.denominator > 1 or p.numerator % 2:  # (x**2)**(1/2) is |x|, not x
-                return Fraction(1), [(b, p * q)]
-        return Fraction(1), [(base, q)]
+                return 1, [(b, p * q)]
+        return 1, [(base, q)]
 
     def scale(self, e, q: Fraction):
         """An exponent times a number: a Fraction, or a display node (``-(a + 1)``)."""
-        if e.__class__ is Fraction:
+        if e.__class__ in _Q:
             return e * q
         node = self.build_sum([(_mul(c, q), r) for c, r in self.terms(e)])
         r = _rational(node)
@@ -207,17 +213,21 @@ class _Tidier:
             c, factors = self.product(d)
             if not factors:
                 result = [(c, None)]
+            elif d.op == "add":  # a sum too wide to flatten: one term
+                result = [(1, d)]
             elif (len(factors) == 1 and factors[0][1] == 1 and factors[0][0].op == "add"
-                  and c.__class__ is Fraction):  # 2*(x + 1) is 2*x + 2, as SymPy has it
+                  and c.__class__ in _Q and factors[0][0] is not d):  # 2*(x + 1) is 2*x + 2, as SymPy has it
                 result = [(_mul(c, tc), rest) for tc, rest in self.terms(factors[0][0])]
             else:
-                result = [(c, self.build_product(Fraction(1), factors))]
+                rest = self.build_product(1, factors)
+                self.built.add(rest)
+                result = [(c, rest)]
         self.sums[d] = result
         return result
 
     # -- building display nodes ---------------------------------------------------------------
     def build_power(self, base: Node, e) -> Node:
-        if e.__class__ is not Fraction:
+        if e.__class__ not in _Q:
             return _mk("pow", base, e)
         if e == 1:
             return base
@@ -255,7 +265,7 @@ class _Tidier:
                 if q is None:
                     if all(c < 0 for c, _ in terms):  # x**(-a - 1) is 1/x**(a + 1)
                         symbolic_down.append((base, self.build_sum(
-                            [(_mul(c, Fraction(-1)), r) for c, r in terms])))
+                            [(_mul(c, -1), r) for c, r in terms])))
                     else:
                         symbolic_up.append((base, exponent))
                     continue
@@ -267,18 +277,18 @@ class _Tidier:
                 if folded is not None:  # 2**3 is a coefficient
                     c = _mul(c, folded)
                     continue
-            if base.op == "const" and e.denominator > 1 and c.__class__ is Fraction and \
+            if base.op == "const" and e.denominator > 1 and c.__class__ in _Q and \
                     base.value.__class__ is float and base.value.is_integer():
                 p = int(base.value)  # sqrt(2)/4 is 1/(2*sqrt(2))
                 if e > 0 and c.denominator % p == 0:
                     c, e = c * p, e - 1
                 elif e < 0 and c.numerator % p == 0:
-                    c, e = c / p, e + 1
+                    c, e = Fraction(c) / p, e + 1
             (upper if e > 0 else lower).append((base, abs(e)))
         negative = c < 0
         c = -c if negative else c
-        top = self.side(upper + symbolic_up, c.numerator if c.__class__ is Fraction else c)
-        bottom = self.side(lower + symbolic_down, c.denominator if c.__class__ is Fraction else 1)
+        top = self.side(upper + symbolic_up, c.numerator if c.__class__ in _Q else c)
+        bottom = self.side(lower + symbolic_down, c.denominator if c.__class__ in _Q else 1)
         node = _join(top)
         if bottom:
             node = _mk("div", node, _join(bottom))
@@ -294,16 +304,16 @@ class _Tidier:
         known = self.contents.get(base)
         if known is not None:
             return known
-        result = (Fraction(1), base)
+        result = (1, base)
         terms = self.terms(base)
-        if all(c.__class__ is Fraction for c, _ in terms) and len(terms) > 1:
+        if all(c.__class__ in _Q for c, _ in terms) and len(terms) > 1:
             numerators = math.gcd(*[c.numerator for c, _ in terms])
             denominators = math.lcm(*[c.denominator for c, _ in terms])
             k = Fraction(numerators, denominators)
             if all(c < 0 for c, _ in terms):
                 k = -k
             if k.denominator != 1 and any(abs(c / k) != 1 for c, _ in terms):
-                k = Fraction(-1) if k < 0 else Fraction(1)  # r + sigma**2/2 stays as it is
+                k = -1 if k < 0 else 1  # r + sigma**2/2 stays as it is
             if k != 1 and k != 0:
                 result = (k, self.build_sum([(c / k, rest) for c, rest in terms]))
         self.contents[base] = result
@@ -317,7 +327,7 @@ class _Tidier:
             k, normal = self.content(base)
             if normal is not base:
                 del merged[base]
-                c = _mul(c, k ** int(e))
+                c = _mul(c, _power_of(k, int(e)))
                 self.merge(merged, normal, e)
         return c
 
@@ -328,16 +338,16 @@ class _Tidier:
         for base in [b for b, (e, s) in merged.items() if s or e.denominator > 1]:
             e, symbolic = merged[base]
             bc, bf = self.product(base)
-            if (bc.__class__ is not Fraction or bc <= 0 or not 1 <= len(bf) <= 8
+            if (bc.__class__ not in _Q or bc <= 0 or not 1 <= len(bf) <= 8
                     or (len(bf) == 1 and bc == 1)
-                    or any(p.__class__ is not Fraction or p.denominator > 1 for _, p in bf)):
+                    or any(p.__class__ not in _Q or p.denominator > 1 for _, p in bf)):
                 continue
             here = {}
             for b, _ in bf:
                 slot = merged.get(b)
                 if slot is not None and slot[1]:
                     break
-                here[b] = slot[0] if slot is not None else Fraction(0)
+                here[b] = slot[0] if slot is not None else 0
             else:
                 def cost(k):
                     total = (e + k != 0) if symbolic else 0.25 * (e + k < 0)
@@ -350,21 +360,21 @@ class _Tidier:
                 if best:
                     merged[base][0] += best
                     for b, p in bf:
-                        self.merge(merged, b, Fraction(-best * p))
-                    c = _mul(c, bc ** -best)
+                        self.merge(merged, b, -best * p)
+                    c = _mul(c, _power_of(bc, -best))
         return c
 
     def merge(self, merged: dict, base: Node, e) -> None:
         """Add the exponent `e` (a Fraction or a display node) to `base`'s entry."""
         slot = merged.get(base)
         if slot is None:
-            slot = merged[base] = [Fraction(0), []]
-        if e.__class__ is Fraction:
-            slot[0] += e
+            slot = merged[base] = [0, []]
+        if e.__class__ in _Q:
+            slot[0] = _norm(slot[0] + e)
             return
         for c, r in self.terms(e):
-            if r is None and c.__class__ is Fraction:
-                slot[0] += c
+            if r is None and c.__class__ in _Q:
+                slot[0] = _norm(slot[0] + c)
             else:
                 slot[1].append((c, r))
 
@@ -381,20 +391,28 @@ class _Tidier:
 
     def build_sum(self, terms: list) -> Node:
         groups: dict[Node, object] = {}
-        number = Fraction(0)
+        number = 0
         for c, rest in terms:
             if rest is None:
                 number = _add(number, c)
             else:
-                groups[rest] = _add(groups.get(rest, Fraction(0)), c)
+                groups[rest] = _add(groups.get(rest, 0), c)
         for rest, c in list(groups.items()):  # expm1(u) + 1 is exp(u)
             if rest.op == "expm1" and number != 0 and c == number:
                 del groups[rest]
-                number = Fraction(0)
+                number = 0
                 exp = _mk("exp", rest.args[0])
-                groups[exp] = _add(groups.get(exp, Fraction(0)), c)
+                groups[exp] = _add(groups.get(exp, 0), c)
                 break
         groups = {rest: c for rest, c in groups.items() if c != 0}
+        if len(groups) > 2 and all(c.__class__ in _Q for c in groups.values()) and \
+                number.__class__ in _Q:
+            k = Fraction(math.gcd(*[c.numerator for c in groups.values()], number.numerator))
+            if k > 1 and all(c.denominator == 1 for c in groups.values()) and \
+                    number.denominator == 1:  # 2*(a + b - c), not 2*a + 2*b - 2*c
+                inner = self.build_sum([(c / k, r) for r, c in groups.items()] + [(number / k,
+                                                                                 None)])
+                return self.build_product(k, [(inner, 1)])
         nodes, signs = [], []
         if len(groups) > 1:
             factored, groups = self.factor_out(groups)
@@ -402,8 +420,11 @@ class _Tidier:
                 nodes.append(factored)
                 signs.append(factored.op == "neg")
         for rest, c in groups.items():
-            rc, rf = self.product(rest)
-            nodes.append(self.build_product(_mul(c, rc), rf))
+            if c == 1 and rest in self.built:  # already in its display form
+                nodes.append(rest)
+            else:
+                rc, rf = self.product(rest)
+                nodes.append(self.build_product(_mul(c, rc), rf))
             signs.append(c < 0)
         if number != 0 or not nodes:
             nodes.append(self.build_product(number, []))
@@ -426,8 +447,8 @@ class _Tidier:
         for _, factors in parts:
             found: dict = {}
             for b, e in factors:
-                key = b if e.__class__ is Fraction else (b, e)
-                found[key] = found.get(key, 0) + (e if e.__class__ is Fraction else 1)
+                key = b if e.__class__ in _Q else (b, e)
+                found[key] = found.get(key, 0) + (e if e.__class__ in _Q else 1)
             exponents.append(found)
             for key in found:
                 count[key] = count.get(key, 0) + 1
@@ -460,9 +481,9 @@ class _Tidier:
             left = dict(common)
             rest = []
             for b, e in factors:
-                key = b if e.__class__ is Fraction else (b, e)
+                key = b if e.__class__ in _Q else (b, e)
                 if key in left:
-                    if e.__class__ is Fraction:
+                    if e.__class__ in _Q:
                         e = e - left.pop(key)
                     else:
                         left[key] -= 1
@@ -472,13 +493,13 @@ class _Tidier:
                 if e != 0:
                     rest.append((b, e))
             coefficient = _mul(items[i][1], rc)
-            reduced.append((coefficient, self.build_product(Fraction(1), rest)) if rest
+            reduced.append((coefficient, self.build_product(1, rest)) if rest
                            else (coefficient, None))
         inner = self.build_sum(reduced)
         factors = []
         for key, m in common.items():
             factors.extend([(key, m)] if key.__class__ is Node else [key] * m)
-        node = self.build_product(Fraction(1), [*factors, (inner, Fraction(1))])
+        node = self.build_product(1, [*factors, (inner, 1)])
         chosen = set(subset)
         return node, {rest: c for i, (rest, c) in enumerate(items) if i not in chosen}
 
@@ -594,9 +615,12 @@ def tidy_many(outputs: Sequence[Node], keep: Iterable[Node] = ()) -> list[Node]:
     shown: dict[Node, Node] = {}
     for n in topological_order(list(outputs)):
         d = tidier.node(n, shown)
+        if d.args:  # memoized now, so reading a later node back never descends far
+            tidier.product(d)
+            tidier.terms(d)
         if n in kept and d.args and d.op not in ("neg",):
-            tidier.products.setdefault(d, (Fraction(1), [(d, Fraction(1))]))
-            tidier.sums.setdefault(d, [(Fraction(1), d)])
+            tidier.products.setdefault(d, (1, [(d, 1)]))
+            tidier.sums.setdefault(d, [(1, d)])
         shown[n] = d
     return [shown[o] for o in outputs]
 
