@@ -216,7 +216,7 @@ def _latex_value(tex: str, point: dict[str, float]) -> complex:
     for s in expression.free_symbols:
         key = str(s).replace("\\", "").replace("mathrm{", "").replace("{", "").replace(
             "}", "").replace("_", "")
-        subs[s] = names[key]
+        subs[s] = names[key] if key in names else {"e": math.e, "pi": math.pi}[key]
     return complex(expression.subs(subs).evalf())
 
 
