@@ -615,12 +615,12 @@ def tidy_many(outputs: Sequence[Node], keep: Iterable[Node] = ()) -> list[Node]:
     shown: dict[Node, Node] = {}
     for n in topological_order(list(outputs)):
         d = tidier.node(n, shown)
-        if d.args:  # memoized now, so reading a later node back never descends far
+        if n in kept and d.args and d.op != "neg":  # one factor, one term: its own line
+            tidier.products[d] = (1, [(d, 1)])
+            tidier.sums[d] = [(1, d)]
+        elif d.args:  # memoized now, so reading a later node back never descends far
             tidier.product(d)
             tidier.terms(d)
-        if n in kept and d.args and d.op not in ("neg",):
-            tidier.products.setdefault(d, (1, [(d, 1)]))
-            tidier.sums.setdefault(d, [(1, d)])
         shown[n] = d
     return [shown[o] for o in outputs]
 
