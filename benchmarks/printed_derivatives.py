@@ -111,7 +111,7 @@ def report(results: list[Partial], worst: int = 5) -> str:
         f"characters in all: symgraph {ours}, SymPy {theirs} ({100 * ours / theirs:.0f}%)",
         f"more operations than SymPy (count_ops): {len(more_ops)}",
         f"numbers disagree at the random point: {len(wrong)}",
-        f"worst cases (symgraph's length / SymPy's):",
+        "worst cases (symgraph's length / SymPy's):",
     ]
     ranked = sorted(results, key=lambda r: len(r.theirs) - len(r.ours))[:worst]
     for r in ranked:

@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from symgraph.frontends.parser import parse
+from symgraph.ir import printer
 from symgraph.ir.node import Node, apply, const, symbol, symbols
 from symgraph.ir.ops import OPS
-from symgraph.ir import printer
 from symgraph.ir.printer import number_text
 
 

@@ -11,7 +11,6 @@ import math
 import random
 import sys
 import time
-from fractions import Fraction
 from pathlib import Path
 
 import mpmath
@@ -22,7 +21,6 @@ from symgraph.cli.main import main as cli_main
 from symgraph.ir.exact import Exact
 from symgraph.ir.node import apply, symbol
 from symgraph.ir.printer import _latex_name, to_latex, to_text, to_text_cse
-from symgraph.ir.tidy import tidy
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.printed_derivatives import _point, measure  # noqa: E402
