@@ -3,7 +3,7 @@
 The package is its pipeline: one folder per stage, in data-flow order, each importing only
 itself and earlier stages (``tests/test_layout.py`` checks every import)::
 
-    version -> ir (ops, opspec, node, traversal, evaluate, functions, printer, numpy_*)
+    version -> ir (ops, opspec, exact, node, traversal, evaluate, functions, tidy, printer, numpy_*)
         -> frontends (lexer, parser, sympy_bridge, trace, traced, coerce)
         -> ad (differentiate, traced) -> pictures (draw) -> lower (naming, schedule, programs)
         -> backends (common, python, registry, numba/ with its runtime/, tape/)

@@ -25,7 +25,7 @@ import numpy as np
 
 from .backends.numba.cache import entry_point, resolve
 from .backends.registry import backend_named
-from .frontends.coerce import as_expression, as_symbols
+from .frontends.coerce import _names, as_expression, as_symbols, check_not_constants
 from .frontends.traced import compile_function
 from .frontends.values import real_array
 from .ir.node import Node
@@ -105,12 +105,14 @@ class CompiledFunction:
                  strategy: str = "auto") -> None:
         record = backend_named(backend)
         self.scalar = not isinstance(expr, (list, tuple))
-        self.outputs = [as_expression(e) for e in ([expr] if self.scalar else expr)]
+        declared = [*_names(args), *_names(wrt)]  # a text's E is a variable if it is an argument
+        self.outputs = [as_expression(e, declared) for e in ([expr] if self.scalar else expr)]
         if not self.outputs:
             raise ValueError("compile needs at least one expression; got an empty "
                              f"{type(expr).__name__}")
         self.args = as_symbols(args, self.outputs)
         self.wrt = self.args if wrt is None else as_symbols(wrt, self.outputs)
+        check_not_constants(self.args, self.outputs, "an argument")
         arguments = set(self.args)  # nodes are interned: a set of them is a set of identities
         missing = [w.value for w in self.wrt if w not in arguments]
         if missing:

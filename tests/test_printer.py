@@ -11,9 +11,25 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from symgraph.frontends.parser import parse
+from symgraph.ir import printer
 from symgraph.ir.node import Node, apply, const, symbol, symbols
 from symgraph.ir.ops import OPS
-from symgraph.ir.printer import number_text, to_latex, to_text, to_text_cse
+from symgraph.ir.printer import number_text
+
+
+# This file tests the printers of the DAG's own form (``tidy=False``), which parse back to the
+# very node; tests/test_tidy.py tests the display form that to_text prints by default.
+def to_text(node, *args, **kwargs):
+    return printer.to_text(node, *args, tidy=False, **kwargs)
+
+
+def to_latex(node, *args, **kwargs):
+    return printer.to_latex(node, *args, tidy=False, **kwargs)
+
+
+def to_text_cse(outputs, names):
+    return printer.to_text_cse(outputs, names, tidy=False)
+
 
 x, y, z = symbols("x y z")
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..frontends.coerce import as_expression, as_symbols
+from ..frontends.coerce import as_expression, as_symbols, check_not_constants
 from ..ir.node import Node, combine, const
 from ..ir.ops import OPS
 from ..ir.traversal import bulk, topological_order
@@ -129,8 +129,10 @@ def grad(f: Node, wrt: Sequence[Node] | None = None) -> list[Node]:
     Of a Python function: a function of the same arguments computing it (ad/traced.py)."""
     if callable(f) and not isinstance(f, Node):
         return derivative_function("grad", f, wrt, jacobian)
-    f = as_expression(f)
-    return vjp([f], [1.0], _check_variables(wrt, [f]))
+    f = as_expression(f, wrt)  # text: the names differentiated by are variables
+    variables = _check_variables(wrt, [f])
+    check_not_constants(variables, [f], "the variables of a derivative")  # E read as e
+    return vjp([f], [1.0], variables)
 
 
 def jacobian(outputs: Sequence[Node], wrt: Sequence[Node] | None = None) -> list[list[Node]]:
@@ -138,9 +140,10 @@ def jacobian(outputs: Sequence[Node], wrt: Sequence[Node] | None = None) -> list
     function: a function, as for `grad`)."""
     if callable(outputs) and not isinstance(outputs, Node):
         return derivative_function("jacobian", outputs, wrt, jacobian)
-    outputs = [as_expression(o) for o in outputs]
+    outputs = [as_expression(o, wrt) for o in outputs]
     variables = _check_variables(wrt, outputs)
-    return [grad(o, variables) for o in outputs]
+    check_not_constants(variables, outputs, "the variables of a derivative")
+    return [vjp([o], [1.0], variables) for o in outputs]
 
 
 def hessian(f: Node, wrt: Sequence[Node] | None = None) -> list[list[Node]]:
@@ -148,13 +151,13 @@ def hessian(f: Node, wrt: Sequence[Node] | None = None) -> list[list[Node]]:
     Of a Python function: a function, as for `grad`."""
     if callable(f) and not isinstance(f, Node):
         return derivative_function("hessian", f, wrt, hessian)
-    f = as_expression(f)
+    f = as_expression(f, wrt)
     variables = _check_variables(wrt, [f])
     gradient = grad(f, variables)
     n = len(variables)
     rows: list[list[Node]] = [[const(0.0)] * n for _ in range(n)]
     for i in range(n):
-        second = grad(gradient[i], variables[i:])
+        second = vjp([gradient[i]], [1.0], variables[i:])
         for j in range(i, n):
             rows[i][j] = rows[j][i] = second[j - i]
     return rows
@@ -178,9 +181,11 @@ def diff(f: Node, x: Node, n: int = 1) -> Node:
     if n > MAX_ORDER:
         raise ValueError(f"derivatives of order above {MAX_ORDER} are refused (order {n} was "
                          "asked): their expressions grow at least quadratically with the order")
-    f, (x,) = as_expression(f), _check_variables([x])
+    f = as_expression(f, [x])
+    (x,) = _check_variables([x], [f])
+    check_not_constants([x], [f], "the variable of a derivative")
     if n == 1:
-        return grad(f, [x])[0]
+        return vjp([f], [1.0], [x])[0]
     for _ in range(n):
         f = jvp([f], [x], [1.0])[0]
     return f

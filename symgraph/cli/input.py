@@ -81,7 +81,7 @@ def read_expressions(args: argparse.Namespace, count: str = "one") -> tuple[list
         if match:  # blank the label out, so error positions still point into the text
             text = " " * match.end() + text[match.end():]
         try:
-            nodes.append(parse(text))
+            nodes.append(parse(text, variables=declared_names(args)))
         except (ValueError, TypeError, RecursionError, OverflowError) as error:
             raise UsageError(f"cannot read the expression{where}: {error}") from None
         default = "f" if len(sources) == 1 else f"f{index}"
@@ -89,6 +89,18 @@ def read_expressions(args: argparse.Namespace, count: str = "one") -> tuple[list
     if len(set(names)) != len(names):
         raise UsageError(f"two expressions have the same name: {', '.join(names)}")
     return names, nodes
+
+
+def declared_names(args: argparse.Namespace) -> list[str]:
+    """The names --wrt and --at give: variables, even ``e``, ``E`` or ``pi`` (Kepler's
+    ``E - e*sin(E) - M --wrt E``); elsewhere those names are constants."""
+    names = [w.strip() for item in getattr(args, "wrt", None) or [] for w in _COMMA.split(item)]
+    for group in getattr(args, "at", None) or []:
+        for item in _COMMA.split(group):
+            match = _AT_ITEM.match(item)
+            if match:
+                names.append(match.group(1))
+    return [n for n in names if n]
 
 
 def variables_of(args: argparse.Namespace, exprs: Sequence[Node]) -> list[str]:

@@ -37,10 +37,12 @@ examples:
   symgraph graph "y = W*x + b"                    # ASCII picture of the graph
   symgraph graph "(W*x + b - y_true)**2" --grad --format svg -o mse.svg
   echo "x**3" | symgraph diff -                   # the expression from standard input
+  symgraph diff "E - e*sin(E) - M" --wrt E,e,M    # names given are variables, even E and e
 
 An expression may start with a name, "loss = ...", that labels its output (default f).
 Files (-f) and standard input hold one expression per line; blank lines and lines starting
-with # are skipped. Put -- before an expression that starts with '-': diff -- "-x**2".
+with # are skipped. The names pi, e, E (Euler's number), inf, oo and nan are constants
+unless --wrt or --at names them. Put -- before an expression that starts with '-': diff -- "-x**2".
 Exit codes: 0 success, 2 usage or parse error, 1 other failure. Docs: docs/cli.md.
 """
 

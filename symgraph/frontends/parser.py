@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import gc
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from ..ir.node import FLATTEN_LIMIT, Node, apply, const, symbol
 from ..ir.ops import CALLS, CONSTANTS, INFIX, OPS
@@ -79,9 +79,11 @@ class _Frame:
 
 
 class _Parser:
-    def __init__(self, text: str, symbols: Mapping[str, Node] | None) -> None:
+    def __init__(self, text: str, symbols: Mapping[str, Node] | None,
+                 variables: frozenset[str] = frozenset()) -> None:
         self.text = text
         self.symbols = symbols
+        self.variables = variables  # names that are symbols even where a constant is named so
         self.names: dict[str, Node] = {}  # names seen so far: repeats skip the lookup
         self.pos = 0
 
@@ -117,7 +119,7 @@ class _Parser:
                 return const(value)
             raise TypeError(f"symbols[{name!r}] must be a Node or a number, "
                             f"not {type(value).__name__}")
-        if name in CONSTANTS:
+        if name in CONSTANTS and name not in self.variables:
             return const(CONSTANTS[name])
         if self.symbols is not None:
             raise self.error(pos, f"unknown variable {shorten(name)}")
@@ -338,19 +340,26 @@ class _Parser:
 
 
 @bulk
-def parse(text: str, symbols: Mapping[str, Node] | None = None) -> Node:
+def parse(text: str, symbols: Mapping[str, Node] | None = None, *,
+          variables: Iterable[str] | None = None) -> Node:
     """Parse Python-syntax math into a node, e.g. ``parse("x**2 + sin(y)")``.
 
     Names followed by ``(`` are functions (the ops' `spellings`, `ops.CALLS`: names, SymPy and
     NumPy aliases, ``pow``; two-argument ``log(x, base)``; ops that `fold` take any number of
     arguments, ``min(a, b, c)``); other names are constants (`ops.CONSTANTS`) or
-    symbols. With `symbols`, only its names are variables, mapped to its nodes (a name in it
-    also overrides a constant of the same name). Numbers are float64. Raises `ParseError` with
+    symbols. The constants are ``pi``, ``e`` and ``E`` (Euler's number), ``inf``, ``oo`` and
+    ``nan``; names in `variables` are symbols even so (Kepler's ``E - e*sin(E) - M`` with
+    ``variables=["E", "e", "M"]``). With `symbols`, only its names are variables, mapped to its
+    nodes (a name in it also overrides a constant of the same name). Numbers are float64, and
+    literal arithmetic is exact (``1/3``, ``sqrt(2*pi)``: `ir.exact`). Raises `ParseError` with
     the position for any invalid input, and TypeError if `text` is not a string.
     """
     if not isinstance(text, str):
         raise TypeError(f"parse() needs a str, not {type(text).__name__}")
-    parser = _Parser(text, symbols)
+    if isinstance(variables, str):
+        variables = variables.replace(",", " ").split()
+    declared = frozenset(str(v.name if isinstance(v, Node) else v) for v in variables or ())
+    parser = _Parser(text, symbols, declared)
     # Parsing allocates many containers and frees none of them, so the cyclic collector only
     # burns time (3x on deep nesting); pause it for the duration.
     collecting = gc.isenabled()

@@ -40,6 +40,7 @@ from fractions import Fraction
 import sympy as sp
 from sympy.core.function import AppliedUndef
 
+from ..ir.exact import Exact
 from ..ir.node import Node, apply, const, symbol
 from ..ir.ops import COMPARISONS, OPS, generation
 from ..ir.traversal import bulk, topological_order
@@ -173,6 +174,8 @@ def _plan(e: sp.Basic) -> Plan:
 
 
 def _rational(p: int, q: int) -> Node:
+    if q != 1 and abs(p) < 2**53 and q < 2**53:
+        return apply("div", const(p), const(q))  # 1/3 stays exact (ir/exact.py)
     try:
         return const(p / q)  # int / int is correctly rounded
     except OverflowError:
@@ -379,6 +382,13 @@ def _where(node: Node, built: dict, number: Callable[[Node], sp.Expr]) -> sp.Bas
 
 
 def _sympy_number(value: float) -> sp.Expr:
+    if value.__class__ is Exact:  # 1/3, sqrt(2*pi): SymPy's exact numbers
+        coefficient, atoms = value.form
+        number = sp.Rational(coefficient.numerator, coefficient.denominator)
+        for atom, exponent in atoms:
+            base = sp.pi if atom == "pi" else sp.E if atom == "E" else sp.Integer(atom)
+            number *= base ** sp.Rational(exponent.numerator, exponent.denominator)
+        return number
     if math.isnan(value):
         return sp.S.NaN
     if math.isinf(value):

@@ -25,6 +25,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from .exact import NAMED, Exact
+from .exact import fold as _exact_fold
 from .ops import COMPARISONS, OPS
 
 Number = int | float
@@ -198,7 +200,8 @@ def _intern(op: str, args: tuple, value) -> Node:
     if table is None:
         table = _TABLES.setdefault(op, {})
     # A leaf's key is its value: hex keeps -0.0 and nan apart, a symbol's is its name.
-    key = args if value is None else value.hex() if op == "const" else value
+    key = args if value is None else value if op != "const" else value.hex() if (
+        value.__class__ is float) else value.key()  # an Exact: 1/3 is not the float 0.333...
     ref = table.get(key)
     if ref is not None:
         node = ref()
@@ -241,13 +244,20 @@ def interned_count() -> int:
 
 
 def const(value: Number) -> Node:
-    """A constant; every number is a float64, so huge literals become ``inf``, never big ints."""
+    """A constant; every number is a float64, so huge literals become ``inf``, never big ints.
+
+    ``math.pi`` and ``math.e`` are the exact constants pi and e (`exact`), as in parsed text."""
+    if value.__class__ is Exact:
+        return _intern("const", (), value)
     if isinstance(value, (bool, np.bool_)):
         value = float(value)
     try:
         number = float(value)
     except OverflowError:  # an int too large for a float
         number = math.inf if value > 0 else -math.inf
+    named = NAMED.get(number)  # math.pi is pi, as "pi" in text is
+    if named is not None:
+        return _intern("const", (), named)
     return _intern("const", (), number)
 
 
@@ -312,6 +322,9 @@ def _flatten(op: str, args: Sequence[Node]) -> list[Node]:
 
 
 def _fold(op: str, numbers: list[float]) -> float:
+    exact = _exact_fold(op, numbers)  # 1/3, sqrt(2*pi): kept exact, valued correctly rounded
+    if exact is not None:
+        return exact
     if op == "add" or op == "mul":  # Python floats round and overflow as float64 does
         total = numbers[0]
         for number in numbers[1:]:
@@ -326,7 +339,7 @@ def _split_coefficient(term: Node) -> tuple[float, Node]:
     if term.op == "neg":
         coefficient, rest = _split_coefficient(term.args[0]) if term.args[0].op == "mul" else (
             1.0, term.args[0])
-        return -coefficient, rest
+        return _fold("neg", [coefficient]), rest
     if term.op == "mul" and term.args[0].op == "const":
         rest = term.args[1:]
         return term.args[0].value, rest[0] if len(rest) == 1 else _intern("mul", rest, None)
@@ -345,7 +358,7 @@ def _rule_add(args):
     for term in terms:
         coefficient, rest = _split_coefficient(term)
         group = groups.setdefault(rest, [0.0, []])
-        group[0] += coefficient
+        group[0] = _fold("add", [group[0], coefficient])
         group[1].append(term)
     if len(groups) < len(terms):  # like terms to collect
         terms = []
@@ -397,7 +410,7 @@ def _rule_neg(args):
     if x.op == "neg":
         return x.args[0]
     if x.op == "mul" and x.args[0].op == "const":
-        return apply("mul", -x.args[0].value, *x.args[1:])
+        return apply("mul", _fold("neg", [x.args[0].value]), *x.args[1:])
     return args
 
 

@@ -37,11 +37,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from fractions import Fraction
 
 import numpy as np
 
 from .cuberoot import cbrt_array
 from .cuberoot import source as cuberoot_source
+from .exact import make
 from .opspec import (  # noqa: F401  (re-exported: `ops` is where stages look ops up)
     ALIASES,
     CALLS,
@@ -68,7 +70,9 @@ from .opspec import (  # noqa: F401  (re-exported: `ops` is where stages look op
     unregister,
 )
 
-SQRT_PI_2 = 2.0 / math.sqrt(math.pi)
+# 2/sqrt(pi), exact (it prints so, and folds exactly with other constants); its value is the
+# correctly rounded float64.
+SQRT_PI_2 = make((Fraction(2), (("pi", Fraction(-1, 2)),)))
 
 
 def _op(name, arity, evaluate, partials, py, np_, nb=None, latex=None, sympy=None,
@@ -143,7 +147,7 @@ def _pow_template(general: str) -> Callable[[list[str]], str]:
 def _pow_partials(args, out):
     base, exponent = args
     if exponent.is_const:
-        return (exponent * base ** (exponent.value - 1.0), None)
+        return (exponent * base ** (exponent - 1.0), None)  # exact: x**(1/3) -> x**(-2/3)
     # d/dy x**y = x**y * log(x): at x = 0 that is 0 * -inf; the limit (x**y -> 0 for y > 0) is
     # 0, as PyTorch and JAX give. log's argument is 1 there, so no derivative of the rule
     # meets log(0) either.

@@ -20,8 +20,10 @@ import math
 import re
 from collections.abc import Callable, Iterator, Sequence
 
+from .exact import Exact, exact_text
 from .node import Node
 from .ops import COMPARISONS, OPS, PREC_ADD, PREC_ATOM, PREC_COMPARE, PREC_MUL, PREC_NEG, PREC_POW
+from .tidy import tidy_many
 from .traversal import bulk, topological_order
 
 __all__ = ["to_text", "to_text_cse", "to_latex", "number_text", "MAX_LENGTH"]
@@ -35,7 +37,10 @@ def _negative(value: float) -> bool:
 
 
 def number_text(value: float) -> str:
-    """A float as the parser reads it back exactly: ``2``, ``0.1``, ``1e+20``, ``-inf``, ``pi``."""
+    """A float as the parser reads it back exactly: ``2``, ``0.1``, ``1e+20``, ``-inf``, ``pi``;
+    an exact constant as its exact text (``1/3``, ``sqrt(2*pi)``)."""
+    if value.__class__ is Exact:
+        return exact_text(value.form)
     if math.isnan(value):
         return "nan"
     sign = "-" if math.copysign(1.0, value) < 0 else ""
@@ -51,6 +56,19 @@ def number_text(value: float) -> str:
     if size.is_integer() and size < 1e16:
         return sign + str(int(size))
     return sign + repr(size)  # shortest text that reads back as the same float
+
+
+def _exact_prec(text: str) -> int:
+    """The precedence of an exact constant's text: its loosest operator outside parentheses."""
+    if text[0] == "-":
+        return PREC_NEG
+    depth, outer = 0, []
+    for i, c in enumerate(text):
+        depth += (c == "(") - (c == ")")
+        if depth == 0 and c in "*/":
+            outer.append(i)
+    pows = [i for i in outer if text[i:i + 2] == "**" or text[i - 1:i + 1] == "**"]
+    return PREC_MUL if len(outer) > len(pows) else PREC_POW if pows else PREC_ATOM
 
 
 class _Style:
@@ -71,6 +89,8 @@ class _Style:
         return self.alias.get(node, node)
 
     def const_prec(self, value: float) -> int:
+        if value.__class__ is Exact:
+            return _exact_prec(number_text(value))
         return PREC_NEG if _negative(value) else PREC_ATOM
 
     def prec(self, node: Node) -> int:
@@ -163,6 +183,7 @@ class _Style:
 class _Text(_Style):
     lead_through = {"add": PREC_COMPARE, "div": PREC_ADD,
                     **dict.fromkeys(COMPARISONS, PREC_COMPARE)}
+    neg_wrap = PREC_POW  # -(x*y), so that the text parses back to the very node
 
     def expand(self, node: Node) -> Iterator:
         op, args = node.op, node.args
@@ -176,7 +197,7 @@ class _Text(_Style):
             yield from self.factors(node)
         elif op == "neg":
             yield "-"
-            yield from self.wrapped(args[0], self.prec(args[0]) < PREC_POW)
+            yield from self.wrapped(args[0], self.prec(args[0]) < self.neg_wrap)
         elif op == "div":
             a, b = args
             yield from self.wrapped(a, self.prec(a) < PREC_MUL)
@@ -199,6 +220,10 @@ class _Text(_Style):
                     yield ", "
                 yield self.ref(arg)
             yield ")"
+
+
+class _TidyText(_Text):
+    neg_wrap = PREC_MUL  # the display form: -x*y/2 (the same number as -(x*y/2))
 
 
 # -- LaTeX ------------------------------------------------------------------------------------
@@ -256,6 +281,8 @@ class _Latex(_Style):
     lead_through = {"add": PREC_COMPARE, **dict.fromkeys(COMPARISONS, PREC_COMPARE)}
 
     def number(self, value: float) -> str:
+        if value.__class__ is Exact:
+            return exact_text(value.form, latex=True)
         if math.isnan(value):
             return r"\mathrm{NaN}"
         text = number_text(value)
@@ -272,6 +299,9 @@ class _Latex(_Style):
         text = self.number(value)
         if text.startswith("-"):
             return PREC_NEG
+        if value.__class__ is Exact:
+            return PREC_MUL if " " in text else PREC_POW if "^" in text or "frac" in text \
+                else PREC_ATOM
         return PREC_MUL if r"\cdot" in text else PREC_POW if "^" in text else PREC_ATOM
 
     def expand(self, node: Node) -> Iterator:
@@ -359,29 +389,41 @@ def _render(style: _Style, node: Node, max_length: int | None) -> str:
     return "".join(out)
 
 
-def to_text(node: Node, max_length: int | None = MAX_LENGTH) -> str:
+def to_text(node: Node, max_length: int | None = MAX_LENGTH, *, tidy: bool = True) -> str:
     """Python/SymPy syntax with minimal parentheses, e.g. ``x**2 + 2*x + 1``.
 
+    With `tidy` (the default) the display form (`ir.tidy`): what a person would write, the same
+    value; ``tidy=False`` prints the DAG's own form, which `parse` reads back to the same node.
     Raises ValueError if the text would be longer than `max_length` characters (``None``: no
     limit); `to_text_cse` prints heavily shared expressions compactly.
     """
-    return _render(_Text(), node, max_length)
+    if not tidy:
+        return _render(_Text(), node, max_length)
+    _check(node)
+    return _render(_TidyText(), tidy_many([node])[0], max_length)
 
 
-def to_latex(node: Node, max_length: int | None = MAX_LENGTH) -> str:
-    """LaTeX from the ``latex`` templates of the op table, e.g. ``\\sin\\left(x\\right)``."""
+def to_latex(node: Node, max_length: int | None = MAX_LENGTH, *, tidy: bool = True) -> str:
+    """LaTeX from the ``latex`` templates of the op table, e.g. ``\\sin\\left(x\\right)``;
+    of the display form unless ``tidy=False`` (as for `to_text`)."""
+    if tidy:
+        _check(node)
+        node = tidy_many([node])[0]
     return _render(_Latex(), node, max_length)
 
 
 @bulk
-def to_text_cse(outputs: Sequence[Node], names: Sequence[str]) -> str:
+def to_text_cse(outputs: Sequence[Node], names: Sequence[str], *, tidy: bool = True) -> str:
     """The shared form: ``t0 = exp(x)`` for each op node used more than once, then one
-    ``name = expression`` line per output. Lines are joined by newlines."""
+    ``name = expression`` line per output. Lines are joined by newlines. With `tidy`, of the
+    display form, where the DAG's shared nodes stay whole (so they keep their lines)."""
     outputs, names = list(outputs), list(names)
     if len(outputs) != len(names):
         raise ValueError(f"{len(outputs)} outputs but {len(names)} names")
     for node in outputs:
         _check(node)
+    if tidy:
+        outputs = tidy_many(outputs, keep=_shared(outputs))
     order = topological_order(outputs)
     uses: dict[Node, int] = {}
     for node in [arg for n in order for arg in n.args] + outputs:
@@ -392,7 +434,7 @@ def to_text_cse(outputs: Sequence[Node], names: Sequence[str]) -> str:
     while any(re.fullmatch(re.escape(prefix) + r"[0-9]+", name) for name in taken):
         prefix = "_" + prefix  # temporaries must not shadow a symbol or an output
     alias = {node: f"{prefix}{i}" for i, node in enumerate(shared)}
-    style = _Text(alias)
+    style = _TidyText(alias) if tidy else _Text(alias)
     lines = []
     for target, node in [(alias[n], n) for n in shared] + list(zip(names, outputs)):
         if node in alias and alias[node] != target:
@@ -401,6 +443,15 @@ def to_text_cse(outputs: Sequence[Node], names: Sequence[str]) -> str:
             text = "".join(_write(style.expand(node), style.expand)[0])
         lines.append(f"{target} = {text}")
     return "\n".join(lines)
+
+
+def _shared(outputs: list[Node]) -> set[Node]:
+    seen: set[Node] = set()
+    shared: set[Node] = set()
+    for node in topological_order(outputs):
+        for arg in node.args:
+            (shared if arg in seen else seen).add(arg)
+    return shared
 
 
 def _short_text(node: Node, limit: int = _REPR_LENGTH) -> str:
