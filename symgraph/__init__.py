@@ -14,6 +14,13 @@ itself and earlier stages (``tests/test_layout.py`` checks every import)::
 from .ad.differentiate import diff, grad, hessian, jacobian, jvp, vjp
 from .api import CompiledFunction, compile
 from .frontends.parser import ParseError, parse
+from .frontends.userfunctions import (
+    Function,
+    UndefinedFunctionError,
+    define_function,
+    remove_function,
+    undefined_function,
+)
 from .ir.evaluate import count_ops, evaluate, free_symbols
 from .ir.functions import FUNCTIONS as _FUNCTIONS
 from .ir.node import Node, apply, const, symbol, symbols
@@ -48,8 +55,10 @@ pi = const(3.141592653589793)
 E = const(2.718281828459045)
 
 __all__ = [
-    "CompiledFunction", "Node", "OPS", "ParseError", "SymbolicArray", "apply", "compile", "const",
-    "count_ops", "diff", "evaluate", "free_symbols", "from_sympy", "grad", "hessian", "jacobian",
+    "CompiledFunction", "Function", "Node", "OPS", "ParseError", "SymbolicArray",
+    "UndefinedFunctionError", "apply", "compile", "const", "count_ops", "define_function",
+    "diff", "remove_function", "undefined_function", "evaluate", "free_symbols", "from_sympy",
+    "grad", "hessian", "jacobian",
     "jvp", "parse", "symbol", "symbols", "to_latex", "to_sympy", "to_text", "to_text_cse",
     "vjp", "__version__",
     "pi", "E", *sorted(_FUNCTIONS),

@@ -373,7 +373,7 @@ _special("erfinv", 1, lambda a, out: (SQRT_PI_HALF * (out * out).call("exp"),),
          r"\operatorname{{erf}}^{{-1}}\left({0}\right)", ((-0.9, 0.9),), sympy_names=("erfinv",))
 _special("erfcinv", 1, lambda a, out: (-SQRT_PI_HALF * (out * out).call("exp"),),
          r"\operatorname{{erfc}}^{{-1}}\left({0}\right)", ((0.1, 1.9),),
-         sympy_names=("erfcinv",))
+         sympy=lambda sp, z: sp.erfinv(1 - z))  # SymPy cannot evaluate its erfcinv
 _special("besselj", 2, _order_shift("besselj"), r"J_{{{0}}}\left({1}\right)",
          ((0.0, 3.0), (-3.0, 3.0)), sympy_names=("besselj",), integer_arguments=(0,),
          spellings=("besselj", "jv"), cost=32)

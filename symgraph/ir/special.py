@@ -32,6 +32,7 @@ ROOT_HI, ROOT_LO = 1.4616321449683622, 9.549995429965697e-17  # digamma's positi
 SQRT_PI_2 = 0.8862269254527580  # sqrt(pi) / 2
 TWO_SQRT_PI = 1.1283791670955126  # 2 / sqrt(pi)
 GAMMA_OVERFLOW = 171.624376956302  # gamma(x) is inf above
+MAX_ORDER = 10000.0  # besselj/bessely orders beyond give nan (the recurrences would run long)
 BESSEL_ASYMPTOTIC = 25.0  # |x| above which besselj/bessely use Hankel's expansion
 
 # Taylor coefficients of digamma, highest order first (Horner): about 1, its root, 2.
@@ -74,8 +75,13 @@ def _horner(coefficients, h):
     return total
 
 
+def _floor(x):
+    # math.floor raises for inf and nan in Python (not in Numba); beyond 2**52 x is an integer
+    return math.floor(x) if abs(x) < 4503599627370496.0 else x
+
+
 def _is_pole(x):
-    return x <= 0.0 and x == math.floor(x)
+    return x <= 0.0 and x == _floor(x)
 
 
 def gamma(x):
@@ -89,7 +95,7 @@ def gamma(x):
     if x > GAMMA_OVERFLOW:
         return INF
     if x < -180.0:  # underflows; the sign alternates between poles
-        return 0.0 if int(math.floor(-x)) % 2 == 1 else -0.0
+        return 0.0 if int(_floor(-x)) % 2 == 1 else -0.0
     return math.gamma(x)
 
 
@@ -126,7 +132,7 @@ def digamma(x):
     if _is_pole(x):
         return NAN
     if x < 0.0:  # reflection: psi(1 - x) - pi cot(pi x), the cotangent of x's fraction
-        fraction = x - math.floor(x)
+        fraction = x - _floor(x)
         if fraction > 0.5:  # exact; tan of a small angle keeps its accuracy near the poles
             fraction -= 1.0
         return _digamma_reflected(1.0 - x) - math.pi / math.tan(math.pi * fraction)
@@ -163,10 +169,12 @@ def _digamma_reflected(x):
 def polygamma(n, x):
     """The n-th derivative of digamma (n a non-negative integer; else nan). SciPy's edges:
     (-1)**(n+1) inf at non-positive integers, 0 at inf."""
-    if n != n or x != x or n < 0.0 or n != math.floor(n):
+    if n != n or x != x or n < 0.0 or n != _floor(n):
         return NAN
     if n == 0.0:
         return digamma(x)
+    if n > 170.0:  # n! overflows
+        return INF if x == x else NAN
     k = int(n)
     sign = 1.0 if k % 2 == 1 else -1.0
     if _is_pole(x):
@@ -420,7 +428,7 @@ def _besselj_positive(k, x):
 
 def besselj(n, x):
     """J_n(x) for integer n (else nan); SciPy's edges (``jv``): nan at +-inf."""
-    if n != n or x != x or n != math.floor(n) or x == INF or x == -INF:
+    if n != n or x != x or n != _floor(n) or x == INF or x == -INF or abs(n) > MAX_ORDER:
         return NAN
     k = int(abs(n))
     sign = -1.0 if (n < 0.0 and k % 2 == 1) else 1.0
@@ -479,7 +487,7 @@ def _bessely01(x):
 def bessely(n, x):
     """Y_n(x) for integer n (else nan) and x >= 0; SciPy's edges (``yv``): -inf at 0 (times
     (-1)**n for negative n), nan for x < 0 and at inf."""
-    if n != n or x != x or n != math.floor(n) or x < 0.0 or x == INF:
+    if n != n or x != x or n != _floor(n) or x < 0.0 or x == INF or abs(n) > MAX_ORDER:
         return NAN
     k = int(abs(n))
     sign = -1.0 if (n < 0.0 and k % 2 == 1) else 1.0
