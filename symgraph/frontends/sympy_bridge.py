@@ -43,7 +43,7 @@ from sympy.core.function import AppliedUndef
 from ..ir.node import Node, apply, const, symbol
 from ..ir.ops import COMPARISONS, OPS, generation
 from ..ir.traversal import bulk, topological_order
-from .userfunctions import derivative_of, undefined_function, user_function
+from .userfunctions import derivative_of, user_function
 
 __all__ = ["from_sympy", "from_sympy_matrix", "to_sympy"]
 
@@ -164,12 +164,8 @@ def _plan(e: sp.Basic) -> Plan:
         return e.args, _builder(op, len(e.args))
     if cls is sp.erfcinv:  # to_sympy writes erfinv(1 - z) (SymPy cannot evaluate erfcinv)
         return e.args, lambda ns: apply("erfcinv", ns[0])
-    if isinstance(e, AppliedUndef):  # f(x): a declared function, else a new undefined one
-        name = cls.__name__
-        if user_function(name) is None and name.isidentifier() and name not in OPS:
-            undefined_function(name, len(e.args))
-        if user_function(name) is not None:
-            return e.args, lambda ns: apply(name, *ns)
+    if isinstance(e, AppliedUndef) and user_function(cls.__name__) is not None:
+        return e.args, lambda ns, name=cls.__name__: apply(name, *ns)  # a declared function
     if cls is sp.Derivative and isinstance(e.expr, AppliedUndef):
         return _plan_derivative(e, {})
     if cls is sp.Subs and isinstance(e.expr, sp.Derivative) and isinstance(e.expr.expr,
@@ -184,7 +180,8 @@ def _plan(e: sp.Basic) -> Plan:
     if cls in (sp.And, sp.Or, sp.Not, sp.ITE):
         return e.args, lambda ns, cls=cls: _build_logic(cls, ns)
     if isinstance(e, AppliedUndef):
-        raise ValueError(f"cannot convert the undefined SymPy function {cls.__name__!r}")
+        raise ValueError(f"cannot convert the undefined SymPy function {cls.__name__!r}: "
+                         "declare it first (symgraph.undefined_function or define_function)")
     raise ValueError(f"cannot convert SymPy {cls.__name__} to symgraph")
 
 
@@ -200,8 +197,9 @@ def _plan_derivative(e: sp.Derivative, at: dict) -> Plan:
         if variable not in args:
             raise ValueError(f"cannot convert SymPy's derivative of {base} in {variable}")
         indices += [args.index(variable) + 1] * int(count)
-    if user_function(base) is None and base not in OPS:
-        undefined_function(base, len(args))
+    if user_function(base) is None:
+        raise ValueError(f"cannot convert the derivative of the undefined SymPy function "
+                         f"{base!r}: declare it first, symgraph.undefined_function({base!r})")
     name = derivative_of(base, indices).name
     return [at.get(a, a) for a in args], lambda ns: apply(name, *ns)
 

@@ -121,17 +121,21 @@ def define_function(name: str, arguments: Sequence[str] | int = 1, *,
     * `replace`: redefine a function declared before (else that is a ValueError).
     """
     names = _argument_names(arguments)
+    defined = python is not None or numba is not None
     if not isinstance(name, str) or not name.isidentifier() or name.startswith("_"):
         raise ValueError(f"a function name must be an identifier not starting with '_', got "
                          f"{name!r}")
     if name in OPS and name not in FUNCTIONS:
         raise ValueError(f"{name!r} is an op of symgraph's table; choose another name")
+    known = FUNCTIONS.get(name)
+    if known is not None and known.digest == _digest(name, names, python, numba, numpy,
+                                                     partials if defined else None):
+        return known  # the same declaration again (a module imported twice): nothing to do
     if name in FUNCTIONS:
         if not replace:
             raise ValueError(f"function {name!r} is declared; pass replace=True to redefine it")
         remove_function(name)
-    defined = python is not None or numba is not None
-    if numpy is not None and not defined:
+    if numpy is not None and python is None and numba is None:
         raise ValueError(f"{name}: a numpy implementation needs a python or numba one too")
     if defined:
         if partials is None or len(partials) != len(names):
@@ -156,12 +160,17 @@ def undefined_function(name: str, arguments: Sequence[str] | int = 1) -> Functio
     return define_function(name, arguments)
 
 
-def _declare(name, names, python, numba, numpy_, partials, domain, latex, base="",
-             indices=()) -> Function:
-    digest = hashlib.sha256("\0".join(
+def _digest(name, names, python, numba, numpy_, partials) -> str:
+    """The declaration's identity: its implementations' and partials' sources."""
+    return hashlib.sha256("\0".join(
         [name, repr(names), _source(python), _source(numba), _source(numpy_),
          repr([p if isinstance(p, (str, int, float)) or p is None else _source(p)
                for p in partials or ()])]).encode()).hexdigest()[:16]
+
+
+def _declare(name, names, python, numba, numpy_, partials, domain, latex, base="",
+             indices=()) -> Function:
+    digest = _digest(name, names, python, numba, numpy_, partials)
     scalar = python if python is not None else numba
     vector = numpy_ if numpy_ is not None else (
         np.vectorize(scalar, otypes=[float]) if scalar is not None else None)
@@ -172,6 +181,8 @@ def _declare(name, names, python, numba, numpy_, partials, domain, latex, base="
     preludes = (_IMPORT, f'{call} = _uf_implementation("{name}", "python", "{digest}")',
                 f'{call}_np = _uf_implementation("{name}", "numpy", "{digest}")')
     nb_preludes = (_IMPORT, f'{call} = _uf_implementation("{name}", "numba", "{digest}")')
+    if python is None and numba is None:  # nothing to import: compiling refuses it first
+        preludes = nb_preludes = ()
     FUNCTIONS[name] = record
     try:
         opspec.register(opspec.OpSpec(
@@ -265,6 +276,7 @@ def _evaluator(record: Function) -> Callable[..., Any]:
         def undefined(*args: Any) -> Any:
             raise UndefinedFunctionError(_undefined_message(record.name))
 
+        undefined.no_numbers = True  # the tape leaves such ops out of its instruction set
         return undefined
 
     def evaluate(*args: Any) -> Any:

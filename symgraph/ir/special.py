@@ -94,9 +94,14 @@ def gamma(x):
         return NAN
     if x > GAMMA_OVERFLOW:
         return INF
+    if abs(x) < 1e-17:  # 1/x - euler + O(x) (math.gamma overflows for subnormal x)
+        return 1.0 / x - EULER
     if x < -180.0:  # underflows; the sign alternates between poles
         return 0.0 if int(_floor(-x)) % 2 == 1 else -0.0
-    return math.gamma(x)
+    value = math.gamma(x)
+    if abs(value) < 2.2250738585072014e-308:  # SciPy flushes subnormal results to zero
+        return math.copysign(0.0, value)
+    return value
 
 
 def lgamma(x):
@@ -132,9 +137,9 @@ def digamma(x):
     if _is_pole(x):
         return NAN
     if x < 0.0:  # reflection: psi(1 - x) - pi cot(pi x), the cotangent of x's fraction
-        fraction = x - _floor(x)
-        if fraction > 0.5:  # exact; tan of a small angle keeps its accuracy near the poles
-            fraction -= 1.0
+        # x's distance to the nearest integer, exactly: tan of it keeps its accuracy near the
+        # poles (tan(pi x) itself loses pi x's rounding)
+        fraction = x - _floor(x + 0.5)
         return _digamma_reflected(1.0 - x) - math.pi / math.tan(math.pi * fraction)
     if x < 0.75:  # no cancellation: psi(x + 1) < 0.21 and 1/x > 1.33
         return _digamma_reflected(x + 1.0) - 1.0 / x
@@ -181,28 +186,32 @@ def polygamma(n, x):
         return sign * INF
     if x == INF:
         return sign * 0.0
-    if x == -INF:
+    if x == -INF or x < -1e5:  # far below 0: the recurrence would run long (documented)
         return NAN
     factorial = math.gamma(n + 1.0)
-    limit = 15.0 + n
-    z = x
-    terms = 0.0
-    while z < limit:  # recurrence: psi_n(z) = psi_n(z + 1) + (-1)**(n+1) n! / z**(n+1)
-        terms += 1.0 / z ** (k + 1)
-        z += 1.0
-    # asymptotic: (n-1)!/z**n + n!/(2 z**(n+1)) + sum B2k (2k+n-1)! / ((2k)! z**(2k+n))
+    # psi_n(x) = (-1)**(n+1) n! [sum_{j<m} (x + j)**-(n+1) + tail(x + m)], x + m >= 15 + n,
+    # tail(z) = 1/(n z**n) + 1/(2 z**(n+1)) + sum_k B2k (2k+n-1)!/((2k)! n!) z**-(2k+n); the
+    # terms, all of one sign for x > 0, added smallest first.
+    m = max(0, int(math.ceil(15.0 + n - x)))
+    z = x + m
     inverse = 1.0 / z
     inverse2 = inverse * inverse
-    power = inverse ** k * inverse2  # z**-(n+2)
-    ratio = factorial * (n + 1.0) / 2.0  # (2k + n - 1)! / (2k)! for k = 1
+    power = z ** -(k + 2)  # one rounding: a power of a rounded 1/z would grow n-fold
+    ratio = (n + 1.0) / 2.0  # (2k + n - 1)! / ((2k)! n!) for k = 1
     series = 0.0
     for j in range(1, 11):
-        term = _BERNOULLI[j - 1] * ratio * power
-        series += term
+        series += _BERNOULLI[j - 1] * ratio * power
         power *= inverse2
         ratio *= (2.0 * j + n) * (2.0 * j + n + 1.0) / ((2.0 * j + 1.0) * (2.0 * j + 2.0))
-    total = (factorial / n) * inverse ** k + 0.5 * factorial * inverse ** (k + 1) + series
-    return sign * (total + factorial * terms)
+    total = series + 0.5 * z ** -(k + 1) + z ** -k / n
+    for j in range(m - 1, -1, -1):
+        t = abs(x + j)
+        scale = (k + 1) * math.log(t)
+        if scale < -709.0:  # the term overflows (Python's ** would raise)
+            return sign * INF
+        if scale < 709.0:  # else it underflows to nothing
+            total += (1.0 if x + j > 0.0 or k % 2 == 1 else -1.0) * t ** -(k + 1)
+    return sign * factorial * total
 
 
 def beta(a, b):
@@ -217,11 +226,22 @@ def beta(a, b):
         return 0.0
     if a == INF or b == INF:
         return 0.0 if (a > 0.0 and b > 0.0) else NAN
+    if a > 0.0 and b > 0.0 and min(a, b) < 1e-17:  # 1/a - psi(b) - euler + O(a)
+        small, other = min(a, b), max(a, b)
+        return 1.0 / small + (1.0 / other if other < 1e-17 else -(digamma(other) + EULER))
     if a + b < GAMMA_OVERFLOW and a > 0.0 and b > 0.0:
         return _beta_positive(a, b)
     if a > 0.0 and b > 0.0:
-        return math.exp(_lbeta_sum(a, b))
-    return gamma(a) * gamma(b) / gamma(a + b)
+        log_beta = _lbeta_sum(a, b)
+        return math.exp(log_beta) if log_beta < 709.0 else INF
+    return _divide(gamma(a) * gamma(b), gamma(a + b))
+
+
+def _divide(p, q):
+    # p / q with NumPy's rules at q = 0 (Python's `/` raises there)
+    if q == 0.0:
+        return NAN if p == 0.0 or p != p else math.copysign(INF, p) * math.copysign(1.0, q)
+    return p / q
 
 
 def _beta_positive(a, b):
@@ -245,7 +265,7 @@ def lbeta(a, b):
         return INF
     if a == INF or b == INF:
         return -INF if (a > 0.0 and b > 0.0) else NAN
-    if a > 0.0 and b > 0.0 and a + b < GAMMA_OVERFLOW:
+    if a > 0.0 and b > 0.0 and a + b < GAMMA_OVERFLOW and min(a, b) >= 1e-17:
         value = _beta_positive(a, b)
         if 1e-300 < value < 1e300:
             return math.log(value)
@@ -478,7 +498,7 @@ def _bessely01(x):
             j_odd_above *= 1e-250
     total += j
     j0, j1 = j / total, j_next / total
-    log_term = math.log(0.5 * x) + EULER
+    log_term = (math.log(x) - 0.6931471805599453) + EULER
     y0 = 0.6366197723675814 * (log_term * j0 - 2.0 * y0_sum / total)
     y1 = 0.6366197723675814 * (-j0 / x + log_term * j1 + y1_sum / total)
     return y0, y1

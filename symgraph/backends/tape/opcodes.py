@@ -129,6 +129,8 @@ def instruction_set(ops: Mapping[str, Any], vecmath_names: frozenset[str]) -> In
         arity = 2 if spec.arity < 0 else spec.arity
         if not name.isidentifier() or _constant(name) in RESERVED | taken:
             refused[name] = "its name cannot be an interpreter constant"
+        elif getattr(spec.evaluate, "no_numbers", False):  # frontends.userfunctions' mark
+            refused[name] = "it is an undefined function (no numbers)"
         elif not 1 <= arity <= 3:
             refused[name] = f"the tape takes ops of 1 to 3 operands, not {arity}"
         else:
