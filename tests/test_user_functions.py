@@ -156,3 +156,13 @@ def test_undefined_functions_differentiate_print_and_refuse_to_compile():
     finally:
         sg.remove_function("g")
     assert "g_1" not in sg.OPS
+
+
+def test_the_gamma_regression_example_fits_and_agrees_with_scipy_stats(capsys):
+    pytest.importorskip("scipy")
+    import runpy
+    from pathlib import Path
+
+    runpy.run_path(str(Path(__file__).parent.parent / "examples" / "gamma_regression.py"))
+    out = capsys.readouterr().out
+    assert "converged: True" in out and "scipy.stats nll at the fit" in out

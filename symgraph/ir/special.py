@@ -76,8 +76,11 @@ def _horner(coefficients, h):
 
 
 def _floor(x):
-    # math.floor raises for inf and nan in Python (not in Numba); beyond 2**52 x is an integer
-    return math.floor(x) if abs(x) < 4503599627370496.0 else x
+    # A float, for every x: math.floor raises for inf and nan in Python, and in Numba it is an
+    # int64 conversion, undefined (LLVM poison) beyond 2**63, which the optimiser may exploit.
+    if abs(x) < 4503599627370496.0:  # beyond 2**52 every float is an integer
+        return float(math.floor(x))
+    return x
 
 
 def _is_pole(x):
@@ -97,7 +100,7 @@ def gamma(x):
     if abs(x) < 1e-17:  # 1/x - euler + O(x) (math.gamma overflows for subnormal x)
         return 1.0 / x - EULER
     if x < -180.0:  # underflows; the sign alternates between poles
-        return 0.0 if int(_floor(-x)) % 2 == 1 else -0.0
+        return 0.0 if _floor(-x) % 2.0 == 1.0 else -0.0
     value = math.gamma(x)
     if abs(value) < 2.2250738585072014e-308:  # SciPy flushes subnormal results to zero
         return math.copysign(0.0, value)
