@@ -3,39 +3,46 @@ modules and the tape interpreter call (``_sf_gamma(x)``: the op table's ``nb`` t
 the user functions' Numba implementations (`symgraph.ir.userfunctions`) by their generated
 names (``_uf_<name>``).
 
-`symgraph.ir.special` is plain Python on floats; its helpers are registered with Numba
-(``register_jitable``) so that the public functions compile as they are: the same source gives
-the Python backend's numbers and Numba's. Compiled lazily, on a kernel's first call, and cached
+`symgraph.ir.special` is plain Python on floats; each of its functions is compiled here as it
+is, over a copy of its module's namespace in which its helpers are their compiled selves (so a
+compiled function calls compiled ones): the same source gives the Python backend's numbers and
+Numba's, through Numba's public API alone. Compiled lazily, on a kernel's first call, and cached
 on disk (``cache=True``) like the kernels.
 """
 
 from __future__ import annotations
 
 import inspect
+import types
 from typing import Any
 
 from numba import njit
-from numba.extending import register_jitable
 
 from ...frontends import userfunctions
 from ...ir import special as _special
 
-for _name, _value in vars(_special).items():  # every function, so each calls the others
-    if inspect.isfunction(_value) and _value.__module__ == _special.__name__:
-        register_jitable(_value)
-
 _JIT = njit(cache=True, error_model="numpy", nogil=True)
-_sf_gamma = _JIT(_special.gamma)
-_sf_lgamma = _JIT(_special.lgamma)
-_sf_digamma = _JIT(_special.digamma)
-_sf_polygamma = _JIT(_special.polygamma)
-_sf_beta = _JIT(_special.beta)
-_sf_lbeta = _JIT(_special.lbeta)
-_sf_erfinv = _JIT(_special.erfinv)
-_sf_erfcinv = _JIT(_special.erfcinv)
-_sf_besselj = _JIT(_special.besselj)
-_sf_bessely = _JIT(_special.bessely)
-_sf_xlogy = _JIT(_special.xlogy)
+_NAMESPACE = dict(vars(_special))  # what the compiled functions' globals are
+_COMPILED: dict[str, Any] = {}
+for _name, _value in vars(_special).items():
+    if inspect.isfunction(_value) and _value.__module__ == _special.__name__:
+        _clone = types.FunctionType(_value.__code__, _NAMESPACE, _name, _value.__defaults__,
+                                    _value.__closure__)
+        _clone.__qualname__, _clone.__module__ = _value.__qualname__, _value.__module__
+        _COMPILED[_name] = _JIT(_clone)
+_NAMESPACE.update(_COMPILED)
+
+_sf_gamma = _COMPILED["gamma"]
+_sf_lgamma = _COMPILED["lgamma"]
+_sf_digamma = _COMPILED["digamma"]
+_sf_polygamma = _COMPILED["polygamma"]
+_sf_beta = _COMPILED["beta"]
+_sf_lbeta = _COMPILED["lbeta"]
+_sf_erfinv = _COMPILED["erfinv"]
+_sf_erfcinv = _COMPILED["erfcinv"]
+_sf_besselj = _COMPILED["besselj"]
+_sf_bessely = _COMPILED["bessely"]
+_sf_xlogy = _COMPILED["xlogy"]
 
 
 def external(name: str) -> Any:
