@@ -68,6 +68,8 @@ SLOW_TESTS = {
     "test_static_dynamic.py": {"test_example_prints_the_texts_numbers_and_a_diagram"},
     "test_op_table_complete.py": {"test_the_shared_strategy_draws_the_op"},
     "test_numpy_protocol.py": {"test_a_function_of_ten_thousand_elements_traces_without_recursion"},
+    "test_user_functions.py": {
+        "test_the_gamma_regression_example_fits_and_agrees_with_scipy_stats"},
 }
 # In the check, a test marked neither that runs longer is reported (not failed: a loaded
 # machine makes any test slow).
