@@ -15,6 +15,13 @@ from .ad.differentiate import diff, grad, hessian, jacobian, jvp, vjp
 from .ad.sparsity import affine_outputs, hessian_sparsity, jacobian_sparsity
 from .api import CompiledFunction, compile
 from .frontends.parser import ParseError, parse
+from .frontends.userfunctions import (
+    Function,
+    UndefinedFunctionError,
+    define_function,
+    remove_function,
+    undefined_function,
+)
 from .ir.evaluate import count_ops, evaluate, free_symbols
 from .ir.functions import FUNCTIONS as _FUNCTIONS
 from .ir.node import Node, apply, const, symbol, symbols
@@ -53,9 +60,11 @@ pi = const(3.141592653589793)
 E = const(2.718281828459045)
 
 __all__ = [
-    "CompiledFunction", "Node", "OPS", "ParseError", "SymbolicArray", "affine_outputs", "apply",
-    "compile", "const", "count_ops", "diff", "evaluate", "free_symbols", "from_sympy", "grad",
-    "hessian", "hessian_sparsity", "jacobian", "jacobian_sparsity",
+    "CompiledFunction", "Function", "Node", "OPS", "ParseError", "SymbolicArray",
+    "UndefinedFunctionError", "affine_outputs", "apply", "compile", "const", "count_ops",
+    "define_function", "diff", "evaluate", "free_symbols", "from_sympy", "grad", "hessian",
+    "hessian_sparsity", "jacobian", "jacobian_sparsity", "remove_function",
+    "undefined_function",
     "jvp", "parse", "symbol", "symbols", "to_latex", "to_sympy", "to_text", "to_text_cse",
     "vjp", "__version__",
     "pi", "E", *sorted(_FUNCTIONS),

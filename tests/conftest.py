@@ -82,6 +82,8 @@ SLOW_TESTS = {
         "test_python_backend_points_and_batches_of_random_branches_follow_the_taken_branch",
     },
     "test_sparse.py": {"test_rosenbrock_agrees_with_scipys_reference_functions[1000]"},
+    "test_user_functions.py": {
+        "test_the_gamma_regression_example_fits_and_agrees_with_scipy_stats"},
 }
 # In the check, a test marked neither that runs longer is reported (not failed: a loaded
 # machine makes any test slow).

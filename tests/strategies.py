@@ -28,6 +28,7 @@ abs/relu/min/max/floor..., so derivative tests against finite differences should
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from hypothesis import strategies as st
@@ -59,6 +60,11 @@ def _in_domain(op: str, args: list[Node]) -> list[Node]:
     result = []
     for i, arg in enumerate(args):
         low, high = domain[min(i, len(domain) - 1)]  # n-ary ops list two slots
+        if i in OPS[op].integer_arguments:  # an order (besselj's n): an integer constant, one
+            # that varies with the drawn argument it replaces
+            span = int(math.floor(high) - math.ceil(low)) + 1
+            result.append(const(float(math.ceil(low) + len(repr(arg)) % span)))
+            continue
         result.append(arg if (low, high) == DEFAULT_DOMAIN else squash(arg, low, high))
     return result
 

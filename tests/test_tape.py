@@ -161,6 +161,9 @@ def test_every_op_follows_numpy_on_its_domain_and_at_edge_points(name):
         rows, batch = _run_tape(module, "value", X, 1)
     _same(rows, batch)
     # NumPy's exp/log/tanh... may differ from the C library's by an ulp; specials must match.
+    if spec.nb_prelude:  # a compiled special function: Numba's math.gamma/erf are its own
+        np.testing.assert_allclose(rows[:, 0], expected, rtol=1e-15, atol=1e-15)
+        return
     np.testing.assert_allclose(rows[:, 0], expected, rtol=4e-16, atol=0)
     if name in VECTOR_OPS:
         # vecmath, like the C library, is within an ulp of the true value (faithful), so the

@@ -65,12 +65,13 @@ def module_header(title: str, description: Sequence[str], programs: Sequence[Pro
     return lines
 
 
-def needed_preludes(programs: Sequence[Program]) -> list[str]:
-    """Helper definitions the NumPy templates of the used ops ask for, in first-use order."""
+def needed_preludes(programs: Sequence[Program], field: str = "np_prelude") -> list[str]:
+    """Helper definitions the NumPy templates of the used ops ask for (`field` "nb_prelude":
+    the Numba ones), in first-use order."""
     seen: dict[str, None] = {}
     for p in programs:
         for step in p.steps:
-            for line in OPS[step.op].np_prelude:
+            for line in getattr(OPS[step.op], field):
                 seen.setdefault(line, None)
     return list(seen)
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from ..ad.differentiate import MAX_ORDER
 from ..backends.registry import BACKENDS
+from ..frontends.userfunctions import UndefinedFunctionError
 from ..ir.evaluate import free_symbols
 from ..ir.node import symbol
 from ..pictures import draw
@@ -226,6 +227,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="read expressions from FILE (one per line; '-' for stdin)")
     common.add_argument("--debug", action="store_true",
                         help="show the traceback when something fails")
+    common.add_argument("--define", action="append", metavar="MODULE",
+                        help="import MODULE first (a dotted name or a .py file) to declare "
+                             "functions with symgraph.define_function (docs/functions.md)")
     wrt = argparse.ArgumentParser(add_help=False)
     wrt.add_argument("--wrt", action="append", metavar="X,Y",
                      help="differentiate by these variables, in this order (default: all, "
@@ -289,6 +293,28 @@ def _fail(command: str | None, message: str, debug: bool) -> None:
     print(f"{prefix}: error: {message}", file=sys.stderr)
 
 
+def _import_definitions(module: str) -> None:
+    """Import the user's module of function declarations (`--define`): a file or a name."""
+    import importlib
+    import importlib.util
+
+    path = Path(module)
+    try:
+        if module.endswith(".py") or path.is_file():
+            if not path.is_file():
+                raise UsageError(f"--define {module}: no such file")
+            spec = importlib.util.spec_from_file_location(f"_symgraph_define_{path.stem}", path)
+            loaded = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(loaded)
+        else:
+            importlib.import_module(module)
+    except UsageError:
+        raise
+    except Exception as error:  # noqa: BLE001 - the user's module may fail any way
+        raise UsageError(f"--define {module}: importing it failed: "
+                         f"{type(error).__name__}: {error}") from None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv
@@ -303,6 +329,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if command is None:
             parser.print_help(sys.stderr)
             return 2
+        for module in getattr(args, "define", None) or ():
+            _import_definitions(module)
         text = COMMANDS[command](args)
         if text is not None:
             sys.stdout.write(text)
@@ -312,6 +340,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         _fail(command, str(error), debug)
         return 2
     except (Failure, fmt.OutputTooLarge) as error:
+        _fail(command, str(error), debug)
+        return 1
+    except UndefinedFunctionError as error:
         _fail(command, str(error), debug)
         return 1
     except KeyboardInterrupt:

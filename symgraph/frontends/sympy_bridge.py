@@ -44,6 +44,7 @@ from ..ir.exact import Exact
 from ..ir.node import Node, apply, const, symbol
 from ..ir.ops import COMPARISONS, OPS, generation
 from ..ir.traversal import bulk, topological_order
+from .userfunctions import derivative_of, user_function
 
 __all__ = ["from_sympy", "from_sympy_matrix", "to_sympy"]
 
@@ -157,9 +158,20 @@ def _plan(e: sp.Basic) -> Plan:
     if cls is sp.Max and len(e.args) == 2 and any(a is sp.S.Zero for a in e.args):
         other = e.args[1] if e.args[0] is sp.S.Zero else e.args[0]
         return (other,), lambda ns: apply("relu", ns[0])  # Max(0, a) is relu(a)
+    if cls is sp.polygamma and e.args[0] == 0:  # SymPy writes digamma(x) as polygamma(0, x)
+        return e.args[1:], lambda ns: apply("digamma", ns[0])
     op = _op_of_class(cls)
     if op is not None:
         return e.args, _builder(op, len(e.args))
+    if cls is sp.erfcinv:  # to_sympy writes erfinv(1 - z) (SymPy cannot evaluate erfcinv)
+        return e.args, lambda ns: apply("erfcinv", ns[0])
+    if isinstance(e, AppliedUndef) and user_function(cls.__name__) is not None:
+        return e.args, lambda ns, name=cls.__name__: apply(name, *ns)  # a declared function
+    if cls is sp.Derivative and isinstance(e.expr, AppliedUndef):
+        return _plan_derivative(e, {})
+    if cls is sp.Subs and isinstance(e.expr, sp.Derivative) and isinstance(e.expr.expr,
+                                                                           AppliedUndef):
+        return _plan_derivative(e.expr, dict(zip(e.variables, e.point)))
     if cls in _RECIPROCAL:
         return e.args, lambda ns, op=_RECIPROCAL[cls]: apply("div", 1.0, apply(op, ns[0]))
     if cls is sp.Heaviside:
@@ -169,8 +181,28 @@ def _plan(e: sp.Basic) -> Plan:
     if cls in (sp.And, sp.Or, sp.Not, sp.ITE):
         return e.args, lambda ns, cls=cls: _build_logic(cls, ns)
     if isinstance(e, AppliedUndef):
-        raise ValueError(f"cannot convert the undefined SymPy function {cls.__name__!r}")
+        raise ValueError(f"cannot convert the undefined SymPy function {cls.__name__!r}: "
+                         "declare it first (symgraph.undefined_function or define_function)")
     raise ValueError(f"cannot convert SymPy {cls.__name__} to symgraph")
+
+
+def _plan_derivative(e: sp.Derivative, at: dict) -> Plan:
+    """SymPy's Derivative(f(x, y), x, y) of an undefined f at distinct symbols: f_12(x, y);
+    in a Subs (SymPy's form at other points), the points `at` replace the symbols."""
+    applied, base = e.expr, type(e.expr).__name__
+    args = list(applied.args)
+    if not all(isinstance(a, sp.Symbol) for a in args) or len(set(args)) != len(args):
+        raise ValueError(f"cannot convert SymPy's derivative of {base} at {applied.args}")
+    indices = []
+    for variable, count in e.variable_count:
+        if variable not in args:
+            raise ValueError(f"cannot convert SymPy's derivative of {base} in {variable}")
+        indices += [args.index(variable) + 1] * int(count)
+    if user_function(base) is None:
+        raise ValueError(f"cannot convert the derivative of the undefined SymPy function "
+                         f"{base!r}: declare it first, symgraph.undefined_function({base!r})")
+    name = derivative_of(base, indices).name
+    return [at.get(a, a) for a in args], lambda ns: apply(name, *ns)
 
 
 def _rational(p: int, q: int) -> Node:

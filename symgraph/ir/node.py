@@ -25,6 +25,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from . import ops
 from .exact import NAMED, Exact
 from .exact import fold as _exact_fold
 from .ops import COMPARISONS, OPS
@@ -235,6 +236,9 @@ def _make(op: str, args: tuple, value, table: dict, key) -> Node:
     ref.key, ref.table = key, table
     table[key] = ref
     return node
+
+
+ops.CONSTANT[:] = [lambda value: const(value)]  # the op table's rules build constants with it
 
 
 def interned_count() -> int:
@@ -482,7 +486,10 @@ def apply(op: str, *args) -> Node:
     for n in nodes:
         if n.op != "const":
             return _intern(op, nodes, None)
-    return const(_fold(op, [n.value for n in nodes]))
+    try:
+        return const(_fold(op, [n.value for n in nodes]))
+    except NotImplementedError:  # a function without numerics (undefined f(2.0)): a node
+        return _intern(op, nodes, None)
 
 
 def _constants_fold(op: str, nodes: list[Node]) -> bool:

@@ -41,6 +41,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from . import special as _sf
 from .cuberoot import cbrt_array
 from .cuberoot import source as cuberoot_source
 from .exact import make
@@ -344,6 +345,75 @@ _op("hypot", 2, np.hypot, _hypot_partials,
     np_prelude=(_HYPOT_PRELUDE,), cost=TRANSCENDENTAL,
     latex=r"\sqrt{{{0}^2 + {1}^2}}", sympy=lambda sp, a, b: sp.sqrt(a**2 + b**2),
     smooth=False, finite=True)  # a kink at the origin
+
+# ---------------------------------------------------------------------------------------------
+# Special functions (symgraph.ir.special: plain Python on floats, SciPy's values at poles and
+# edges; symgraph.backends.numba.special compiles the same functions for Numba kernels and the
+# tape). Derivatives go through each other, so every order exists.
+
+SQRT_PI_HALF = math.sqrt(math.pi) / 2.0
+CONSTANT: list = []  # [node.const]: set by `node`, which imports this module (not vice versa)
+
+
+def apply_polygamma(n: float, x):
+    """polygamma(n, x) for a literal order n (a rule's node for a constant needs `node`)."""
+    return CONSTANT[0](n).call("polygamma", x)
+
+
+def _special(name, arity, partials, latex, domain, sympy_names=(), **extra):
+    fn = f"_sf_{name}({', '.join(f'{{{i}}}' for i in range(arity))})"
+    _op(name, arity, getattr(_sf, name + "_np"), partials, fn, fn.replace("(", "_np(", 1),
+        latex=latex, domain=domain, sympy_names=sympy_names, cost=extra.pop("cost", 16),
+        np_prelude=(f"from symgraph.ir.special import {name} as _sf_{name}, {name}_np as "
+                    f"_sf_{name}_np",),
+        nb_prelude=(f"from symgraph.backends.numba.special import _sf_{name}",), **extra)
+
+
+def _order_shift(name):
+    """besselj/bessely(n, x): d/dx = (f(n - 1, x) - f(n + 1, x)) / 2; n is an integer."""
+    return lambda a, out: (None, 0.5 * ((a[0] - 1.0).call(name, a[1])
+                                        - (a[0] + 1.0).call(name, a[1])))
+
+
+def _beta_partials(a, out):
+    common = (a[0] + a[1]).call("digamma")
+    return (out * (a[0].call("digamma") - common), out * (a[1].call("digamma") - common))
+
+
+def _lbeta_partials(a, out):
+    common = (a[0] + a[1]).call("digamma")
+    return (a[0].call("digamma") - common, a[1].call("digamma") - common)
+
+
+_special("gamma", 1, lambda a, out: (out * a[0].call("digamma"),), r"\Gamma\left({0}\right)",
+         ((0.2, 4.0),), sympy_names=("gamma",))
+_special("lgamma", 1, lambda a, out: (a[0].call("digamma"),),
+         r"\ln\Gamma\left({0}\right)", ((0.2, 6.0),), sympy_names=("loggamma",),
+         spellings=("lgamma", "loggamma", "gammaln"))
+_special("digamma", 1, lambda a, out: (apply_polygamma(1.0, a[0]),), r"\psi\left({0}\right)",
+         ((0.2, 6.0),), sympy_names=("digamma",), spellings=("digamma", "psi"))
+_special("polygamma", 2, lambda a, out: (None, (a[0] + 1.0).call("polygamma", a[1])),
+         r"\psi^{{({0})}}\left({1}\right)", ((0.0, 3.0), (0.2, 6.0)),
+         sympy_names=("polygamma",), integer_arguments=(0,))
+_special("beta", 2, _beta_partials, r"\mathrm{{B}}\left({0}, {1}\right)",
+         ((0.2, 4.0), (0.2, 4.0)), sympy_names=("beta",))
+_special("lbeta", 2, _lbeta_partials, r"\ln\mathrm{{B}}\left({0}, {1}\right)",
+         ((0.2, 4.0), (0.2, 4.0)), spellings=("lbeta", "betaln"),
+         sympy=lambda sp, a, b: sp.loggamma(a) + sp.loggamma(b) - sp.loggamma(a + b))
+_special("erfinv", 1, lambda a, out: (SQRT_PI_HALF * (out * out).call("exp"),),
+         r"\operatorname{{erf}}^{{-1}}\left({0}\right)", ((-0.9, 0.9),), sympy_names=("erfinv",))
+_special("erfcinv", 1, lambda a, out: (-SQRT_PI_HALF * (out * out).call("exp"),),
+         r"\operatorname{{erfc}}^{{-1}}\left({0}\right)", ((0.1, 1.9),),
+         sympy=lambda sp, z: sp.erfinv(1 - z))  # SymPy cannot evaluate its erfcinv
+_special("besselj", 2, _order_shift("besselj"), r"J_{{{0}}}\left({1}\right)",
+         ((0.0, 3.0), (-3.0, 3.0)), sympy_names=("besselj",), integer_arguments=(0,),
+         spellings=("besselj", "jv"), cost=32)
+_special("bessely", 2, _order_shift("bessely"), r"Y_{{{0}}}\left({1}\right)",
+         ((0.0, 3.0), (0.2, 6.0)), sympy_names=("bessely",), integer_arguments=(0,),
+         spellings=("bessely", "yv"), cost=32)
+_special("xlogy", 2, lambda a, out: (a[1].call("log"), a[0] / a[1]),
+         r"{0} \log\left({1}\right)", (DEFAULT_DOMAIN, (0.1, 4.0)),
+         sympy=lambda sp, x, y: x * sp.log(y), cost=TRANSCENDENTAL)
 
 
 seal_builtins()

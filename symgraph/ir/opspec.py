@@ -36,6 +36,7 @@ class OpSpec:
     precedence: int = 100  # printing/parsing precedence; atoms and calls bind tightest
     commutative: bool = False
     np_prelude: tuple[str, ...] = field(default=())  # helper lines the NumPy template needs
+    nb_prelude: tuple[str, ...] = field(default=())  # and the Numba one (imports of callees)
     cost: int = 1  # in multiplications: how a program's size is weighed (schedule.Program.cost)
     lanes: Any = None  # lane kernels' template (vecmath calls); None: the `nb` one
     # -- traits: what the stages ask about an op ----------------------------------------------
@@ -51,6 +52,8 @@ class OpSpec:
     method: bool = False  # a method of the graph tensors: t.exp()
     finite: bool = False  # value and partials finite wherever the arguments are (overflow of
     # products aside): derivatives through branches may drop their guard there (ad/guards.py)
+    integer_arguments: tuple[int, ...] = ()  # positions that take integers (an order: besselj's
+    # n): tests draw integers there; the partial in them is None (not a variable to vary)
 
     def __post_init__(self) -> None:
         default = {

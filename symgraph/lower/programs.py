@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..frontends.userfunctions import require_numerics
 from ..ir.node import Node
 from ..ir.printer import to_text
 from .products import Derivatives, Product, products_for
@@ -37,5 +38,7 @@ def build_programs(outputs: Sequence[Node], inputs: Sequence[Node], wrt: Sequenc
     if len(outputs) != 1 and any(p.scalar_only for p in products):
         raise ValueError(f"{[p.name for p in products if p.scalar_only]} need a scalar "
                          "expression")
-    return [schedule(p.name, derivatives.value_slots + p.slots(derivatives), inputs,
-                     derivatives.idents) for p in products]
+    programs = [schedule(p.name, derivatives.value_slots + p.slots(derivatives), inputs,
+                         derivatives.idents) for p in products]
+    require_numerics([step.op for p in programs for step in p.steps])  # undefined f: say so
+    return programs

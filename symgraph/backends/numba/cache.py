@@ -139,9 +139,10 @@ def drop_if_changed(dispatchers: Iterable[Any], sources: Iterable[str]) -> bool:
 def runtime_files() -> list[Path]:
     """The files whose code a generated Numba module's machine code holds besides its own:
     the runtime package (lowering, lanes, claims, the adapter) and vecmath, which the lowering
-    inlines."""
+    inlines, and the special functions the op table's templates call (compiled into it)."""
     here = Path(__file__).resolve().parent
-    return sorted((here / "runtime").glob("*.py")) + [here / "vecmath.py"]
+    return sorted((here / "runtime").glob("*.py")) + [
+        here / "vecmath.py", here / "special.py", here.parent.parent / "ir" / "special.py"]
 
 
 @functools.cache

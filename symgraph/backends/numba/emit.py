@@ -29,7 +29,7 @@ from collections.abc import Sequence
 
 from ...ir.cuberoot import source as cuberoot_source
 from ...lower.schedule import Program
-from ..common import INDENT, module_header, output_lines, step_lines
+from ..common import INDENT, module_header, needed_preludes, output_lines, step_lines
 from .batch import JIT, JIT_BATCH, batch_kernel_lines, vecmath_calls
 from .cache import runtime_digest
 
@@ -41,6 +41,12 @@ HOW = ["NAME_steps is each kernel in plain Python; NAME_row runs it compiled (sy
        "NAME_steps). NAME_batch runs NAME_chunks, which threads share (symgraph.runtime.batching)."]
 STANDALONE_HOW = ["Needs only NumPy and Numba: each NAME_row is the steps, compiled by @njit;",
                   "NAME_batch runs it on each row."]
+
+
+def _preludes(programs: Sequence[Program]) -> list[str]:
+    """The lines the used ops' Numba templates need (special and user functions' imports)."""
+    preludes = needed_preludes(programs, "nb_prelude")
+    return ["", *preludes] if preludes else []
 
 
 def _steps_function(p: Program, suffix: str = "steps") -> list[str]:
@@ -74,6 +80,7 @@ def emit_numba(programs: Sequence[Program], title: str, description: Sequence[st
                            "", f"# runtime {runtime_digest()}: Numba's cache of this file is of "
                            "that runtime"],
                           needs="NumPy, Numba and symgraph's Numba runtime", how=HOW)
+    lines += _preludes(programs)
     for p, batch, s in zip(programs, batches, steps):
         lines += ["", "", *s, "", "", *_row_kernel(p), "", "", *batch]
     return "\n".join(lines) + "\n"
@@ -88,6 +95,7 @@ def emit_numba_standalone(programs: Sequence[Program], title: str, description: 
                           how=STANDALONE_HOW)
     if any(s.op == "cbrt" for p in programs for s in p.steps):  # symgraph's cube root, as is
         lines += ["", "", JIT, cuberoot_source("vcbrt")]
+    lines += _preludes(programs)
     for p in programs:
         n, m = len(p.inputs), len(p.outputs)
         lines += ["", "", JIT, *_steps_function(p, "row"), "", "",

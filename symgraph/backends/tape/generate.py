@@ -129,8 +129,16 @@ def _imports(instructions: InstructionSet, vecmath_names: Iterable[str]) -> str:
             used.add(form.limit)
     # ruff's isort order: constants, classes, then functions.
     order = sorted(used, key=lambda n: (0 if n.isupper() else 1 if n[:1].isupper() else 2, n))
-    return ("from symgraph.backends.numba.vecmath import (\n"
-            + "".join(f"    {name},\n" for name in order) + ")\n")
+    # The scalar templates' own lines (`nb_prelude`): the special functions' imports as one
+    # sorted import (ruff's isort form, before vecmath's), then any other line (user functions).
+    special = "from symgraph.backends.numba.special import "
+    preludes = instructions.preludes
+    names = sorted(line[len(special):] for line in preludes if line.startswith(special))
+    rest = [line for line in preludes if not line.startswith(special)]
+    text = special + "(\n" + "".join(f"    {n},\n" for n in names) + ")\n" if names else ""
+    text += ("from symgraph.backends.numba.vecmath import (\n"
+             + "".join(f"    {name},\n" for name in order) + ")\n")
+    return text + ("\n" + "".join(line + "\n" for line in rest) if rest else "")
 
 
 def _constants(instructions: InstructionSet) -> str:

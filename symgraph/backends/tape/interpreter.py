@@ -157,8 +157,12 @@ def _restore(table: str, source: str | None) -> Interpreter:
 
 
 def _inlined_files() -> list[Path]:
-    """vecmath and the modules beside it that it imports: what the machine code inlines."""
-    files, todo = [], [Path(vecmath.__file__)]
+    """vecmath and the modules beside it that it imports: what the machine code inlines; and
+    the special functions the op table's templates call (compiled into it as well)."""
+    from ...ir import special
+
+    files, todo = [], [Path(vecmath.__file__), Path(vecmath.__file__).with_name("special.py"),
+                       Path(special.__file__)]
     while todo:
         path = todo.pop()
         if path not in files and path.is_file():

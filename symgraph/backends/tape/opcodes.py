@@ -55,16 +55,17 @@ class InstructionSet:
     """The instructions of one op table: code ``k`` is ``names[k]``. (Plain classes, not
     dataclasses: this module is imported on the tape's warm path.)"""
 
-    __slots__ = ("arities", "names", "refused", "scalar", "vector")
+    __slots__ = ("arities", "names", "preludes", "refused", "scalar", "vector")
 
     def __init__(self, names: tuple[str, ...], arities: tuple[int, ...],
                  scalar: tuple[str, ...], vector: Mapping[str, VectorForm],
-                 refused: Mapping[str, str]) -> None:
+                 refused: Mapping[str, str], preludes: tuple[str, ...] = ()) -> None:
         self.names = names
         self.arities = arities  # operands read (a variadic op is chained: 2)
         self.scalar = scalar  # per code: its `nb` template on a, b, c ("" for tape-only)
         self.vector = vector  # the vector ops, in code order (sincos not included)
         self.refused = refused  # ops of the table left out, and why
+        self.preludes = preludes  # lines the scalar templates need (their ops' nb_prelude)
 
     @property
     def codes(self) -> dict[str, int]:
@@ -76,7 +77,8 @@ class InstructionSet:
         import hashlib
 
         forms = [(name, f.loop, f.limit, f.near, f.far) for name, f in self.vector.items()]
-        text = repr((self.names, self.arities, self.scalar, forms))
+        text = repr((self.names, self.arities, self.scalar, forms)
+                    + ((self.preludes,) if self.preludes else ()))
         return hashlib.sha256(text.encode()).hexdigest()[:24]
 
 
@@ -122,10 +124,13 @@ def instruction_set(ops: Mapping[str, Any], vecmath_names: frozenset[str]) -> In
     vector: dict[str, VectorForm] = {}
     refused: dict[str, str] = {}
     taken = {_constant(name) for name in TAPE_ONLY}
+    preludes: dict[str, None] = {}
     for name, spec in ops.items():
         arity = 2 if spec.arity < 0 else spec.arity
         if not name.isidentifier() or _constant(name) in RESERVED | taken:
             refused[name] = "its name cannot be an interpreter constant"
+        elif getattr(spec.evaluate, "no_numbers", False):  # frontends.userfunctions' mark
+            refused[name] = "it is an undefined function (no numbers)"
         elif not 1 <= arity <= 3:
             refused[name] = f"the tape takes ops of 1 to 3 operands, not {arity}"
         else:
@@ -139,9 +144,11 @@ def instruction_set(ops: Mapping[str, Any], vecmath_names: frozenset[str]) -> In
             arities.append(arity)
             scalar.append(template)
             taken.add(_constant(name))
+            preludes.update(dict.fromkeys(getattr(spec, "nb_prelude", ())))
             if form is not None:
                 vector[name] = form
     missing = [name for name in STRUCTURAL if name not in names]
     if missing:
         raise ValueError(f"an op table for the tape needs the ops {missing}")
-    return InstructionSet(tuple(names), tuple(arities), tuple(scalar), vector, refused)
+    return InstructionSet(tuple(names), tuple(arities), tuple(scalar), vector, refused,
+                          tuple(preludes))

@@ -12,6 +12,19 @@ import math
 import numpy as np
 from numba import njit
 
+from symgraph.backends.numba.special import (
+    _sf_besselj,
+    _sf_bessely,
+    _sf_beta,
+    _sf_digamma,
+    _sf_erfcinv,
+    _sf_erfinv,
+    _sf_gamma,
+    _sf_lbeta,
+    _sf_lgamma,
+    _sf_polygamma,
+    _sf_xlogy,
+)
 from symgraph.backends.numba.vecmath import (
     SIN_COS_LIMIT,
     _where,
@@ -37,16 +50,19 @@ INSTRUCTION_NAMES = (
     "sub", "nmul", "sincos", "add", "mul", "neg", "div", "pow", "lt", "le", "gt", "ge", "eq", "ne",
     "where", "sqrt", "cbrt", "exp", "expm1", "log", "log1p", "log2", "log10", "sin", "cos", "tan",
     "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "erf", "erfc", "abs",
-    "sign", "floor", "ceil", "relu", "sigmoid", "softplus", "min", "max", "atan2", "hypot",
+    "sign", "floor", "ceil", "relu", "sigmoid", "softplus", "min", "max", "atan2", "hypot", "gamma",
+    "lgamma", "digamma", "polygamma", "beta", "lbeta", "erfinv", "erfcinv", "besselj", "bessely",
+    "xlogy",
 )
 ARITIES = (
     2, 2, 1, 2, 2, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 1, 1, 1, 2, 2, 2, 1, 1, 2, 2, 2,
 )
-TABLE = "d6b22d65ada00a68e3acf350"  # the digest of this instruction set
+TABLE = "65e8c202b898119c4ef290ce"  # the digest of this instruction set
 (SUB, NMUL, SINCOS, ADD, MUL, NEG, DIV, POW, LT, LE, GT, GE, EQ, NE, WHERE, SQRT, CBRT, EXP, EXPM1,
  LOG, LOG1P, LOG2, LOG10, SIN, COS, TAN, ASIN, ACOS, ATAN, SINH, COSH, TANH, ASINH, ACOSH, ATANH,
- ERF, ERFC, ABS, SIGN, FLOOR, CEIL, RELU, SIGMOID, SOFTPLUS, MIN, MAX, ATAN2, HYPOT) = range(48)
+ ERF, ERFC, ABS, SIGN, FLOOR, CEIL, RELU, SIGMOID, SOFTPLUS, MIN, MAX, ATAN2, HYPOT, GAMMA, LGAMMA,
+ DIGAMMA, POLYGAMMA, BETA, LBETA, ERFINV, ERFCINV, BESSELJ, BESSELY, XLOGY) = range(59)
 
 
 @njit(error_model="numpy")
@@ -149,6 +165,28 @@ def apply(op, a, b, c):  # noqa: C901 - one flat dispatch is the point
         r = math.atan2(a, b)
     elif op == HYPOT:
         r = math.hypot(a, b)
+    elif op == GAMMA:
+        r = _sf_gamma(a)
+    elif op == LGAMMA:
+        r = _sf_lgamma(a)
+    elif op == DIGAMMA:
+        r = _sf_digamma(a)
+    elif op == POLYGAMMA:
+        r = _sf_polygamma(a, b)
+    elif op == BETA:
+        r = _sf_beta(a, b)
+    elif op == LBETA:
+        r = _sf_lbeta(a, b)
+    elif op == ERFINV:
+        r = _sf_erfinv(a)
+    elif op == ERFCINV:
+        r = _sf_erfcinv(a)
+    elif op == BESSELJ:
+        r = _sf_besselj(a, b)
+    elif op == BESSELY:
+        r = _sf_bessely(a, b)
+    elif op == XLOGY:
+        r = _sf_xlogy(a, b)
     else:
         r = math.nan  # unreachable: the builder emits only the opcodes above
     return r

@@ -78,6 +78,7 @@ def compile_steps(context, builder, pointer, impls):
     the lane flag). Steps are float64; the vecmath functions they call (straight-line code on
     float64, int64 and bool) are inlined, so Numba's front end never compiles them."""
     from .. import vecmath  # the functions lane code calls, inlined from their own file
+    from ..special import external  # compiled functions the op table's templates call
 
     typing, f64, top = context.typing_context, types.float64, {}
 
@@ -167,6 +168,9 @@ def compile_steps(context, builder, pointer, impls):
             if f.id in ("_bits", "_float"):
                 ty = types.int64 if f.id == "_bits" else f64
                 return builder.bitcast(operands[0][0], context.get_value_type(ty)), ty
+            compiled = external(f.id)  # a special or user function: called, not inlined
+            if compiled is not None:
+                return call(compiled, operands)
             return inline(getattr(vecmath, f.id), operands)
         if isinstance(node, ast.Subscript):
             dtype, ptr = pointer(node)

@@ -1,0 +1,55 @@
+"""The special functions of `symgraph.ir.special`, compiled by Numba: what generated Numba
+modules and the tape interpreter call (``_sf_gamma(x)``: the op table's ``nb`` templates), and
+the user functions' Numba implementations (`symgraph.ir.userfunctions`) by their generated
+names (``_uf_<name>``).
+
+`symgraph.ir.special` is plain Python on floats; each of its functions is compiled here as it
+is, over a copy of its module's namespace in which its helpers are their compiled selves (so a
+compiled function calls compiled ones): the same source gives the Python backend's numbers and
+Numba's, through Numba's public API alone. Compiled lazily, on a kernel's first call, and cached
+on disk (``cache=True``) like the kernels.
+"""
+
+from __future__ import annotations
+
+import inspect
+import types
+from typing import Any
+
+from numba import njit
+
+from ...frontends import userfunctions
+from ...ir import special as _special
+
+_JIT = njit(cache=True, error_model="numpy", nogil=True)
+_NAMESPACE = dict(vars(_special))  # what the compiled functions' globals are
+_COMPILED: dict[str, Any] = {}
+for _name, _value in vars(_special).items():
+    if inspect.isfunction(_value) and _value.__module__ == _special.__name__:
+        _clone = types.FunctionType(_value.__code__, _NAMESPACE, _name, _value.__defaults__,
+                                    _value.__closure__)
+        _clone.__qualname__, _clone.__module__ = _value.__qualname__, _value.__module__
+        _COMPILED[_name] = _JIT(_clone)
+_NAMESPACE.update(_COMPILED)
+
+_sf_gamma = _COMPILED["gamma"]
+_sf_lgamma = _COMPILED["lgamma"]
+_sf_digamma = _COMPILED["digamma"]
+_sf_polygamma = _COMPILED["polygamma"]
+_sf_beta = _COMPILED["beta"]
+_sf_lbeta = _COMPILED["lbeta"]
+_sf_erfinv = _COMPILED["erfinv"]
+_sf_erfcinv = _COMPILED["erfcinv"]
+_sf_besselj = _COMPILED["besselj"]
+_sf_bessely = _COMPILED["bessely"]
+_sf_xlogy = _COMPILED["xlogy"]
+
+
+def external(name: str) -> Any:
+    """The compiled function a generated call ``name(...)`` means (``_sf_*`` special
+    functions, ``_uf_*`` user functions), or None for any other name."""
+    if name.startswith("_sf_"):
+        return globals().get(name)
+    if name.startswith(userfunctions.GENERATED_PREFIX):
+        return userfunctions.numba_implementation(name[len(userfunctions.GENERATED_PREFIX):])
+    return None
