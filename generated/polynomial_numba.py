@@ -24,7 +24,7 @@ from numba import njit
 
 from symgraph.backends.numba.runtime import fetch_add, load_acquire, straight_line
 
-# runtime 33d46dc7ea22e5651d969be3: Numba's cache of this file is of that runtime
+# runtime 6085cd5cd947c01f03e3d980: Numba's cache of this file is of that runtime
 
 
 def value_steps(_x, _out):

@@ -146,7 +146,7 @@ def test_undefined_functions_differentiate_print_and_refuse_to_compile():
     try:
         x = sg.symbol("x")
         d = sg.diff(sg.parse("g(sin(x)) * x"), x)
-        assert sg.to_text(d) == "(x*g_1(sin(x)))*cos(x) + g(sin(x))"
+        assert sg.to_text(d) == "x*g_1(sin(x))*cos(x) + g(sin(x))"
         second = sg.diff(d, x)
         assert "g_11(sin(x))" in sg.to_text(second)
         xs = sp.Symbol("x", real=True)
