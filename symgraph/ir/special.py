@@ -107,6 +107,9 @@ def gamma(x):
     return value
 
 
+LGAMMA_OVERFLOW = 2.5599833278516383e305  # the largest x whose log|gamma(x)| is finite
+
+
 def lgamma(x):
     """log|gamma(x)|; SciPy's edges: inf at poles, -inf at -inf."""
     if x != x:
@@ -115,7 +118,7 @@ def lgamma(x):
         return INF
     if x == -INF:
         return -INF
-    if _is_pole(x):
+    if _is_pole(x) or x > LGAMMA_OVERFLOW:  # CPython raises past it; libm gives inf
         return INF
     return math.lgamma(x)
 
