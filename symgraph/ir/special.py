@@ -26,14 +26,16 @@ import math
 
 import numpy as np
 
+from .special_bessel import besselj, bessely
+from .special_gamma import _floor, dd_add, dd_div, dd_log, dd_mul, gamma_dd
+
 INF, NAN = math.inf, math.nan
 EULER = 0.5772156649015329
 ROOT_HI, ROOT_LO = 1.4616321449683622, 9.549995429965697e-17  # digamma's positive root
 SQRT_PI_2 = 0.8862269254527580  # sqrt(pi) / 2
 TWO_SQRT_PI = 1.1283791670955126  # 2 / sqrt(pi)
 GAMMA_OVERFLOW = 171.624376956302  # gamma(x) is inf above
-MAX_ORDER = 10000.0  # besselj/bessely orders beyond give nan (the recurrences would run long)
-BESSEL_ASYMPTOTIC = 25.0  # |x| above which besselj/bessely use Hankel's expansion
+LGAMMA_DD = 90.0  # lgamma below is log(gamma) in double-double (gamma below 2**500: no scale)
 
 # Taylor coefficients of digamma, highest order first (Horner): about 1, its root, 2.
 _AT_1 = (
@@ -75,14 +77,6 @@ def _horner(coefficients, h):
     return total
 
 
-def _floor(x):
-    # A float, for every x: math.floor raises for inf and nan in Python, and in Numba it is an
-    # int64 conversion, undefined (LLVM poison) beyond 2**63, which the optimiser may exploit.
-    if abs(x) < 4503599627370496.0:  # beyond 2**52 every float is an integer
-        return float(math.floor(x))
-    return x
-
-
 def _is_pole(x):
     return x <= 0.0 and x == _floor(x)
 
@@ -101,6 +95,9 @@ def gamma(x):
         return 1.0 / x - EULER
     if x < -180.0:  # underflows; the sign alternates between poles
         return 0.0 if _floor(-x) % 2.0 == 1.0 else -0.0
+    if x > 0.0:  # in double-double: libm's gamma is off by up to ~7 ulps
+        hi, lo, scale = gamma_dd(x)
+        return (hi + lo) * scale
     value = math.gamma(x)
     if abs(value) < 2.2250738585072014e-308:  # SciPy flushes subnormal results to zero
         return math.copysign(0.0, value)
@@ -117,6 +114,11 @@ def lgamma(x):
         return -INF
     if _is_pole(x):
         return INF
+    if x == 1.0 or x == 2.0:
+        return 0.0
+    if 0.0 < x < LGAMMA_DD:  # log of gamma in double-double: relative accuracy near 1 and 2
+        hi, lo, _ = gamma_dd(x)
+        return dd_log(hi, lo)
     return math.lgamma(x)
 
 
@@ -248,11 +250,24 @@ def _divide(p, q):
 
 
 def _beta_positive(a, b):
+    hi, lo, scale = _beta_dd(a, b)
+    return (hi + lo) * scale
+
+
+def _beta_dd(a, b):
+    # gamma(a) gamma(b) / gamma(a + b) in double-double, as (hi, lo, power-of-two scale),
+    # corrected for the rounding of c = a + b: gamma(c) moves by psi(c) times it, hundreds of
+    # ulps at c ~ 100 (a, b > 0, c < GAMMA_OVERFLOW)
+    if a < b:
+        a, b = b, a
     c = a + b
-    correction = 1.0 - digamma(c) * _sum_error(a, b, c)
-    if a >= b:
-        return gamma(b) * (gamma(a) / gamma(c)) * correction
-    return gamma(a) * (gamma(b) / gamma(c)) * correction
+    ah, al, a_scale = gamma_dd(a)
+    bh, bl, b_scale = gamma_dd(b)
+    ch, cl, c_scale = gamma_dd(c)
+    hi, lo = dd_div(ah, al, ch, cl)
+    hi, lo = dd_mul(hi, lo, bh, bl)
+    hi, lo = dd_add(hi, lo, -hi * digamma(c) * _sum_error(a, b, c), 0.0)
+    return hi, lo, (a_scale / c_scale) * b_scale  # a_scale <= c_scale: no overflow
 
 
 def _lbeta_sum(a, b):
@@ -269,9 +284,9 @@ def lbeta(a, b):
     if a == INF or b == INF:
         return -INF if (a > 0.0 and b > 0.0) else NAN
     if a > 0.0 and b > 0.0 and a + b < GAMMA_OVERFLOW and min(a, b) >= 1e-17:
-        value = _beta_positive(a, b)
-        if 1e-300 < value < 1e300:
-            return math.log(value)
+        hi, lo, scale = _beta_dd(a, b)
+        if scale == 1.0 and hi > 1e-300:  # log in double-double: accurate where lbeta ~ 0
+            return dd_log(hi, lo)
     return _lbeta_sum(a, b)
 
 
@@ -378,162 +393,6 @@ def erfcinv(z):
     if z >= 1.5:
         return -_erfc_inverse_small(2.0 - z)
     return -_erf_inverse_middle(z - 1.0)
-
-
-def _hankel(n, x):
-    """(P, Q) of Hankel's expansion of order n at x > 0 (terms until they stop shrinking)."""
-    mu = 4.0 * n * n
-    p, q = 1.0, 0.0
-    term = 1.0
-    eight_x = 8.0 * x
-    previous = INF
-    for k in range(1, 60):
-        term *= (mu - (2.0 * k - 1.0) ** 2) / (k * eight_x)
-        if abs(term) >= previous or term == 0.0:
-            break
-        previous = abs(term)
-        if k % 4 == 1:
-            q += term
-        elif k % 4 == 2:
-            p -= term
-        elif k % 4 == 3:
-            q -= term
-        else:
-            p += term
-    return p, q
-
-
-def _hankel_phase(n, x):
-    """(cos(chi), sin(chi)) for chi = x - (n/2 + 1/4) pi, from cos x and sin x (exact
-    reduction by libm) and the phase's exact multiple of pi/4."""
-    c, s = math.cos(x), math.sin(x)
-    r = 0.7071067811865476
-    k = int(n) % 4  # chi = x - pi/4 - k pi/2
-    cos0, sin0 = r * (c + s), r * (s - c)  # k = 0
-    if k == 0:
-        return cos0, sin0
-    if k == 1:
-        return sin0, -cos0
-    if k == 2:
-        return -cos0, -sin0
-    return -sin0, cos0
-
-
-def _miller_start(n, x):
-    big = max(float(n), x)
-    m = int(big + 20.0 + 3.0 * math.sqrt(big))
-    return m + m % 2  # even
-
-
-def _besselj_positive(k, x):
-    """J_k(x) for an integer k >= 0 and 0 < x <= BESSEL_ASYMPTOTIC (Miller's recurrence)."""
-    m = _miller_start(k, x)
-    j_next, j = 0.0, 1e-300
-    total = 0.0
-    wanted = 0.0
-    two_x = 2.0 / x
-    for i in range(m, 0, -1):  # j is J_i (unnormalised), j_next is J_{i+1}
-        if i == k:
-            wanted = j
-        if i % 2 == 0:
-            total += 2.0 * j
-        j_next, j = j, i * two_x * j - j_next
-        if abs(j) > 1e250:  # rescale to stay in range
-            j *= 1e-250
-            j_next *= 1e-250
-            total *= 1e-250
-            wanted *= 1e-250
-    total += j  # J_0
-    if k == 0:
-        wanted = j
-    return wanted / total
-
-
-def besselj(n, x):
-    """J_n(x) for integer n (else nan); SciPy's edges (``jv``): nan at +-inf."""
-    if n != n or x != x or n != _floor(n) or x == INF or x == -INF or abs(n) > MAX_ORDER:
-        return NAN
-    k = int(abs(n))
-    sign = -1.0 if (n < 0.0 and k % 2 == 1) else 1.0
-    if x < 0.0:
-        x = -x
-        if k % 2 == 1:
-            sign = -sign
-    if x == 0.0:
-        return sign * (1.0 if k == 0 else 0.0)
-    if x > BESSEL_ASYMPTOTIC and x > 0.5 * k * k:
-        p, q = _hankel(k, x)
-        c, s = _hankel_phase(k, x)
-        return sign * math.sqrt(0.6366197723675814 / x) * (p * c - q * s)
-    return sign * _besselj_positive(k, x)
-
-
-def _bessely01(x):
-    """(Y0(x), Y1(x)) for 0 < x <= BESSEL_ASYMPTOTIC: Neumann series over Miller's J_k."""
-    m = _miller_start(1, x)
-    j_next, j = 0.0, 1e-300
-    total = 0.0
-    y0_sum = 0.0  # sum_k (-1)^k J_2k / k
-    y1_sum = 0.0  # sum_k (-1)^k (J_2k-1 - J_2k+1) / k
-    j_odd_above = 0.0  # J_{2k+1} seen before J_{2k-1}
-    two_x = 2.0 / x
-    for i in range(m, 0, -1):  # j is J_i
-        if i % 2 == 0:
-            total += 2.0 * j
-            half = i // 2
-            sign = 1.0 if half % 2 == 0 else -1.0
-            y0_sum += sign * j / half
-        else:
-            # J_i with i = 2k - 1 (k = (i + 1) / 2) and i = 2k + 1 (k = (i - 1) / 2)
-            k_up = (i + 1) // 2
-            y1_sum += (1.0 if k_up % 2 == 0 else -1.0) * j / k_up
-            k_down = (i - 1) // 2
-            if k_down > 0:
-                y1_sum -= (1.0 if k_down % 2 == 0 else -1.0) * j / k_down
-            j_odd_above = j
-        j_next, j = j, i * two_x * j - j_next
-        if abs(j) > 1e250:
-            j *= 1e-250
-            j_next *= 1e-250
-            total *= 1e-250
-            y0_sum *= 1e-250
-            y1_sum *= 1e-250
-            j_odd_above *= 1e-250
-    total += j
-    j0, j1 = j / total, j_next / total
-    log_term = (math.log(x) - 0.6931471805599453) + EULER
-    y0 = 0.6366197723675814 * (log_term * j0 - 2.0 * y0_sum / total)
-    y1 = 0.6366197723675814 * (-j0 / x + log_term * j1 + y1_sum / total)
-    return y0, y1
-
-
-def bessely(n, x):
-    """Y_n(x) for integer n (else nan) and x >= 0; SciPy's edges (``yv``): -inf at 0 (times
-    (-1)**n for negative n), nan for x < 0 and at inf."""
-    if n != n or x != x or n != _floor(n) or x < 0.0 or x == INF or abs(n) > MAX_ORDER:
-        return NAN
-    k = int(abs(n))
-    sign = -1.0 if (n < 0.0 and k % 2 == 1) else 1.0
-    if x == 0.0:
-        return -sign * INF
-    if x > BESSEL_ASYMPTOTIC and x > 0.5 * k * k:
-        p, q = _hankel(k, x)
-        c, s = _hankel_phase(k, x)
-        return sign * math.sqrt(0.6366197723675814 / x) * (p * s + q * c)
-    if x > BESSEL_ASYMPTOTIC:
-        p, q = _hankel(0, x)
-        c, s = _hankel_phase(0, x)
-        y_prev = math.sqrt(0.6366197723675814 / x) * (p * s + q * c)
-        p, q = _hankel(1, x)
-        c, s = _hankel_phase(1, x)
-        y = math.sqrt(0.6366197723675814 / x) * (p * s + q * c)
-    else:
-        y_prev, y = _bessely01(x)
-    if k == 0:
-        return sign * y_prev
-    for i in range(1, k):  # upward recurrence, stable for Y
-        y_prev, y = y, (2.0 * i / x) * y - y_prev
-    return sign * y
 
 
 def xlogy(x, y):
