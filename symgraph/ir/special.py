@@ -27,7 +27,16 @@ import math
 import numpy as np
 
 from .special_bessel import besselj, bessely
-from .special_gamma import _floor, dd_add, dd_div, dd_log, dd_mul, gamma_dd
+from .special_gamma import (
+    BERNOULLI,
+    _floor,
+    dd_add,
+    dd_div,
+    dd_log,
+    dd_mul,
+    gamma_dd,
+    polygamma_positive,
+)
 
 INF, NAN = math.inf, math.nan
 EULER = 0.5772156649015329
@@ -63,12 +72,6 @@ _AT_2 = (
     -0.0020083928260822143, 0.00407735619794434, -0.008349277381922827, 0.01734306198444914,
     -0.03692775514336993, 0.08232323371113819, -0.2020569031595943, 0.6449340668482264,
     0.42278433509846713)
-
-# The Bernoulli numbers B_2k, k = 1..10, of the asymptotic series.
-_BERNOULLI = (0.16666666666666666, -0.03333333333333333, 0.023809523809523808, -0.03333333333333333,
-        0.07575757575757576, -0.2531135531135531, 1.1666666666666667, -7.092156862745098,
-        54.971177944862156, -529.1242424242424)
-
 
 def _horner(coefficients, h):
     total = 0.0
@@ -158,7 +161,7 @@ def _digamma_reflected(x):
         series = 0.0
         power = inverse2
         for k in range(1, 10):
-            series += _BERNOULLI[k - 1] / (2.0 * k) * power
+            series += BERNOULLI[k - 1] / (2.0 * k) * power
             power *= inverse2
         return math.log(x) - 0.5 / x - series
     if x < 1.25:
@@ -193,11 +196,13 @@ def polygamma(n, x):
         return sign * 0.0
     if x == -INF or x < -1e5:  # far below 0: the recurrence would run long (documented)
         return NAN
+    m = max(0, int(math.ceil(15.0 + n - x)))
+    if x > 0.0 and k <= 20 and (k + 1) * math.log(x) > -575.0:  # in double-double
+        return sign * polygamma_positive(k, x, m)
     factorial = math.gamma(n + 1.0)
     # psi_n(x) = (-1)**(n+1) n! [sum_{j<m} (x + j)**-(n+1) + tail(x + m)], x + m >= 15 + n,
     # tail(z) = 1/(n z**n) + 1/(2 z**(n+1)) + sum_k B2k (2k+n-1)!/((2k)! n!) z**-(2k+n); the
     # terms, all of one sign for x > 0, added smallest first.
-    m = max(0, int(math.ceil(15.0 + n - x)))
     z = x + m
     inverse = 1.0 / z
     inverse2 = inverse * inverse
@@ -205,7 +210,7 @@ def polygamma(n, x):
     ratio = (n + 1.0) / 2.0  # (2k + n - 1)! / ((2k)! n!) for k = 1
     series = 0.0
     for j in range(1, 11):
-        series += _BERNOULLI[j - 1] * ratio * power
+        series += BERNOULLI[j - 1] * ratio * power
         power *= inverse2
         ratio *= (2.0 * j + n) * (2.0 * j + n + 1.0) / ((2.0 * j + 1.0) * (2.0 * j + 2.0))
     total = series + 0.5 * z ** -(k + 1) + z ** -k / n

@@ -32,6 +32,11 @@ _LOW_ORDER = (
     -2.9549715653687102e-18), (0.4148134536883012, -2.4237908897880615e-17), (0.03233839744888501,
     3.4409831328094518e-18), (0.886226925452758, -3.8332932499128993e-17))
 
+# The Bernoulli numbers B_2k, k = 1..10, of digamma's and polygamma's asymptotic series.
+BERNOULLI = (0.16666666666666666, -0.03333333333333333, 0.023809523809523808,
+             -0.03333333333333333, 0.07575757575757576, -0.2531135531135531, 1.1666666666666667,
+             -7.092156862745098, 54.971177944862156, -529.1242424242424)
+
 
 def _floor(x):
     # A float, for every x: math.floor raises for inf and nan in Python, and in Numba it is an
@@ -124,3 +129,47 @@ def gamma_dd(x):
     gh, gl = _gamma_core(z - 1.5, 0.0)
     gh, gl = dd_mul(ph, pl, gh, gl)
     return gh, gl, scale
+
+
+def dd_power(hi, lo, k):
+    """(hi + lo)**k for an integer k >= 1 (binary powering: log2(k) roundings of ~2**-104)."""
+    rh, rl = 1.0, 0.0
+    while k > 0:
+        if k % 2 == 1:
+            rh, rl = dd_mul(rh, rl, hi, lo)
+        k //= 2
+        if k > 0:
+            hi, lo = dd_mul(hi, lo, hi, lo)
+    return rh, rl
+
+
+def polygamma_positive(k, x, m):
+    """|psi_k(x)| for an integer 1 <= k <= 20 and x > 0 with x**-(k+1) < 1e250, in double-double:
+    k! [sum_{j<m} (x + j)**-(k+1) + tail(x + m)], x + m >= 15 + k, tail(z) = 1/(k z**k) +
+    1/(2 z**(k+1)) + sum_i B2i (2i+k-1)!/((2i)! k!) z**-(2i+k) (that sum in doubles: it is below
+    1e-3 of the total)."""
+    zh, zl = two_sum(x, float(m))
+    rh, rl = dd_div(1.0, 0.0, zh, zl)
+    ph, pl = dd_power(rh, rl, k)  # z**-k
+    th, tl = dd_div(ph, pl, float(k), 0.0)
+    qh, ql = dd_mul(ph, pl, rh, rl)  # z**-(k+1)
+    th, tl = dd_add(th, tl, 0.5 * qh, 0.5 * ql)
+    inverse2 = rh * rh
+    power = qh * rh
+    ratio = (k + 1.0) / 2.0  # (2i + k - 1)! / ((2i)! k!) for i = 1
+    series = 0.0
+    for i in range(1, 11):
+        series += BERNOULLI[i - 1] * ratio * power
+        power *= inverse2
+        ratio *= (2.0 * i + k) * (2.0 * i + k + 1.0) / ((2.0 * i + 1.0) * (2.0 * i + 2.0))
+    th, tl = dd_add(th, tl, series, 0.0)
+    for j in range(m - 1, -1, -1):  # smallest terms first
+        sh, sl = two_sum(x, float(j))  # x + j exactly
+        sh, sl = dd_div(1.0, 0.0, sh, sl)
+        sh, sl = dd_power(sh, sl, k + 1)
+        th, tl = dd_add(th, tl, sh, sl)
+    factorial = 1.0
+    for i in range(2, k + 1):  # exact up to 22!
+        factorial *= i
+    th, tl = dd_mul(th, tl, factorial, 0.0)
+    return th + tl
