@@ -144,7 +144,7 @@ def runtime_files() -> list[Path]:
     return sorted((here / "runtime").glob("*.py")) + [
         here / "vecmath.py", here / "special.py"] + [
         here.parent.parent / "ir" / f"{name}.py" for name in (
-            "special", "special_bessel", "special_gamma")]
+            "special", "special_bessel", "special_erf", "special_gamma")]
 
 
 @functools.cache

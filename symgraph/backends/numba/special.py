@@ -21,12 +21,13 @@ from numba import njit
 from ...frontends import userfunctions
 from ...ir import special as _special
 from ...ir import special_bessel as _special_bessel
+from ...ir import special_erf as _special_erf
 from ...ir import special_gamma as _special_gamma
 
 _JIT = njit(cache=True, error_model="numpy", nogil=True)
-# special's own functions and its helper modules' (double-double gamma, Bessel functions), each
+# special's own functions and its helper modules' (double-double gamma, Bessel, erfinv), each
 # over a copy of its module's namespace; after compiling, every copy sees all compiled ones.
-_MODULES = (_special, _special_gamma, _special_bessel)
+_MODULES = (_special, _special_gamma, _special_bessel, _special_erf)
 _NAMESPACES = [dict(vars(module)) for module in _MODULES]
 _COMPILED: dict[str, Any] = {}
 for _module, _namespace in zip(_MODULES, _NAMESPACES):
