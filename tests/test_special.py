@@ -47,18 +47,19 @@ def _erfcinv_reference(z):
 
 # (function, reference, argument samplers, documented bound in ulps): docs/functions.md.
 CASES = {
-    "gamma": (special.gamma, mpmath.gamma, [uniform(0.01, 170.0)], 8),
-    "lgamma": (special.lgamma, mpmath.loggamma, [uniform(3.0, 1e5)], 3),
+    "gamma": (special.gamma, mpmath.gamma, [uniform(0.01, 170.0)], 1),
+    "lgamma": (special.lgamma, mpmath.loggamma, [log_uniform(1e-3, 1e5)], 2),
+    "lgamma_zeros": (special.lgamma, mpmath.loggamma, [uniform(0.5, 2.5)], 1),
     "digamma": (special.digamma, mpmath.digamma, [log_uniform(1e-6, 1e6)], 2),
     "polygamma1": (lambda x: special.polygamma(1.0, x), lambda x: mpmath.polygamma(1, x),
-                   [log_uniform(1e-3, 1e4)], 3),
+                   [log_uniform(1e-3, 1e4)], 1),
     "polygamma2": (lambda x: special.polygamma(2.0, x), lambda x: mpmath.polygamma(2, x),
-                   [log_uniform(1e-3, 1e4)], 3),
+                   [log_uniform(1e-3, 1e4)], 1),
     "polygamma3": (lambda x: special.polygamma(3.0, x), lambda x: mpmath.polygamma(3, x),
-                   [log_uniform(1e-3, 1e4)], 4),
-    "beta": (special.beta, mpmath.beta, [uniform(0.05, 50.0), uniform(0.05, 50.0)], 10),
+                   [log_uniform(1e-3, 1e4)], 1),
+    "beta": (special.beta, mpmath.beta, [uniform(0.05, 50.0), uniform(0.05, 50.0)], 1),
     "lbeta": (special.lbeta, lambda a, b: mpmath.log(mpmath.beta(a, b)),
-              [uniform(0.05, 0.5), uniform(0.05, 0.5)], 6),
+              [uniform(0.05, 0.5), uniform(0.05, 0.5)], 1),
     "erfinv": (special.erfinv, mpmath.erfinv, [uniform(-1.0, 1.0)], 2),
     "erfcinv": (special.erfcinv, _erfcinv_reference, [log_uniform(1e-300, 2.0)], 2),
     "xlogy": (special.xlogy, lambda x, y: x * mpmath.log(y),
@@ -70,7 +71,7 @@ def compiled(name: str):
     """The Numba-compiled function of a case (what Numba kernels and the tape call)."""
     from symgraph.backends.numba import special as numba_special
 
-    base = name.rstrip("0123456789")
+    base = name.rstrip("0123456789").split("_")[0]  # "polygamma2", "lgamma_zeros"
     jitted = getattr(numba_special, f"_sf_{base}")
     if base == "polygamma":
         order = float(name[len(base):])
@@ -196,8 +197,8 @@ def test_third_derivative_matches_sympys(name, text, at):
 
 
 def test_numba_special_functions_agree_with_the_python_ones_within_their_bounds():
-    # Numba's math.gamma/lgamma/erf are its own: the gamma family (beta: 10 ulps each side) may
-    # differ by the sum of both bounds; lgamma near its zeros by ~1e-16 in absolute terms.
+    # Numba's math.lgamma/erf are libm's, CPython's its own: where special calls them (lgamma
+    # above 90, erfinv's Halley steps) the two may differ by the sum of both bounds.
     from symgraph.backends.numba import special as compiled
 
     rng = np.random.default_rng(RNG_SEED)
