@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import math
 
-from .special_gamma import _floor
+from .special_gamma import _floor, dd_add, dd_div, dd_mul, dd_mul_d, two_prod
 
 INF, NAN = math.inf, math.nan
 EULER = 0.5772156649015329
 MAX_ORDER = 10000.0  # besselj/bessely orders beyond give nan (the recurrences would run long)
 BESSEL_ASYMPTOTIC = 25.0  # |x| above which besselj/bessely use Hankel's expansion
+J_ASYMPTOTIC = 200.0  # besselj's (Miller's recurrence in double-double costs ~x steps)
+RESCALE, UNSCALE = 2.0 ** 600, 2.0 ** -600  # Miller's values stay inside Dekker's range
 
 
 def _hankel(n, x):
@@ -57,32 +59,43 @@ def _hankel_phase(n, x):
 
 def _miller_start(n, x):
     big = max(float(n), x)
-    m = int(big + 20.0 + 3.0 * math.sqrt(big))
+    m = int(big + 30.0 + 5.0 * math.sqrt(big))  # enough for double-double
     return m + m % 2  # even
 
 
+def _two_over(x):
+    # 2 / x in double-double
+    q = 2.0 / x
+    p, e = two_prod(q, x)
+    return q, ((2.0 - p) - e) / x
+
+
 def _besselj_positive(k, x):
-    """J_k(x) for an integer k >= 0 and 0 < x <= BESSEL_ASYMPTOTIC (Miller's recurrence)."""
+    """J_k(x) for an integer k >= 0 and x > 0 (Miller's recurrence in double-double: the
+    normalising sum is ~1 where J_k is ~0.1, whose rounding errors doubles would keep)."""
     m = _miller_start(k, x)
-    j_next, j = 0.0, 1e-300
-    total = 0.0
-    wanted = 0.0
-    two_x = 2.0 / x
-    for i in range(m, 0, -1):  # j is J_i (unnormalised), j_next is J_{i+1}
+    nh, nl = 0.0, 0.0  # J_{i+1}, unnormalised
+    jh, jl = 1.0, 0.0  # J_i
+    th, tl = 0.0, 0.0  # J_0 + 2 sum J_2i
+    wh, wl = 0.0, 0.0  # J_k
+    qh, ql = _two_over(x)
+    for i in range(m, 0, -1):
         if i == k:
-            wanted = j
+            wh, wl = jh, jl
         if i % 2 == 0:
-            total += 2.0 * j
-        j_next, j = j, i * two_x * j - j_next
-        if abs(j) > 1e250:  # rescale to stay in range
-            j *= 1e-250
-            j_next *= 1e-250
-            total *= 1e-250
-            wanted *= 1e-250
-    total += j  # J_0
+            th, tl = dd_add(th, tl, 2.0 * jh, 2.0 * jl)
+        fh, fl = dd_mul_d(qh, ql, float(i))
+        fh, fl = dd_mul(fh, fl, jh, jl)
+        fh, fl = dd_add(fh, fl, -nh, -nl)
+        nh, nl, jh, jl = jh, jl, fh, fl
+        if abs(jh) > RESCALE:  # powers of two: exact
+            jh, jl, nh, nl = jh * UNSCALE, jl * UNSCALE, nh * UNSCALE, nl * UNSCALE
+            th, tl, wh, wl = th * UNSCALE, tl * UNSCALE, wh * UNSCALE, wl * UNSCALE
+    th, tl = dd_add(th, tl, jh, jl)
     if k == 0:
-        wanted = j
-    return wanted / total
+        wh, wl = jh, jl
+    wh, wl = dd_div(wh, wl, th, tl)
+    return wh + wl
 
 
 def besselj(n, x):
@@ -97,7 +110,7 @@ def besselj(n, x):
             sign = -sign
     if x == 0.0:
         return sign * (1.0 if k == 0 else 0.0)
-    if x > BESSEL_ASYMPTOTIC and x > 0.5 * k * k:
+    if x > J_ASYMPTOTIC and x > 0.5 * k * k:
         p, q = _hankel(k, x)
         c, s = _hankel_phase(k, x)
         return sign * math.sqrt(0.6366197723675814 / x) * (p * c - q * s)
