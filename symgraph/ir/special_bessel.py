@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import math
 
-from .special_gamma import _floor, dd_add, dd_div, dd_mul, dd_mul_d, two_prod
+from .special_gamma import _floor, dd_add, dd_div, dd_mul, dd_mul_d, two_prod, two_sum
 
 INF, NAN = math.inf, math.nan
-EULER = 0.5772156649015329
+EULER, EULER_LO = 0.5772156649015329, -4.942915152430645e-18
+LN2_HI, LN2_LO = 0.6931471805599453, 2.3190468138462996e-17
+TWO_PI_HI, TWO_PI_LO = 0.6366197723675814, -3.935735335036497e-17  # 2 / pi
 MAX_ORDER = 10000.0  # besselj/bessely orders beyond give nan (the recurrences would run long)
-BESSEL_ASYMPTOTIC = 25.0  # |x| above which besselj/bessely use Hankel's expansion
-J_ASYMPTOTIC = 200.0  # besselj's (Miller's recurrence in double-double costs ~x steps)
+BESSEL_ASYMPTOTIC = 200.0  # |x| above which Hankel's expansion (Miller's costs ~x steps)
 RESCALE, UNSCALE = 2.0 ** 600, 2.0 ** -600  # Miller's values stay inside Dekker's range
 
 
@@ -110,7 +111,7 @@ def besselj(n, x):
             sign = -sign
     if x == 0.0:
         return sign * (1.0 if k == 0 else 0.0)
-    if x > J_ASYMPTOTIC and x > 0.5 * k * k:
+    if x > BESSEL_ASYMPTOTIC and x > 0.5 * k * k:
         p, q = _hankel(k, x)
         c, s = _hankel_phase(k, x)
         return sign * math.sqrt(0.6366197723675814 / x) * (p * c - q * s)
@@ -118,42 +119,78 @@ def besselj(n, x):
 
 
 def _bessely01(x):
-    """(Y0(x), Y1(x)) for 0 < x <= BESSEL_ASYMPTOTIC: Neumann series over Miller's J_k."""
+    """(Y0(x), Y1(x)) as double-double pairs for 0 < x <= BESSEL_ASYMPTOTIC: the Neumann series
+    over Miller's J_k, all in double-double (its terms are ~1 where Y is ~0.1)."""
     m = _miller_start(1, x)
-    j_next, j = 0.0, 1e-300
-    total = 0.0
-    y0_sum = 0.0  # sum_k (-1)^k J_2k / k
-    y1_sum = 0.0  # sum_k (-1)^k (J_2k-1 - J_2k+1) / k
-    j_odd_above = 0.0  # J_{2k+1} seen before J_{2k-1}
-    two_x = 2.0 / x
+    nh, nl, jh, jl = 0.0, 0.0, 1.0, 0.0  # J_{i+1}, J_i unnormalised
+    th, tl = 0.0, 0.0  # J_0 + 2 sum J_2k
+    ah, al = 0.0, 0.0  # sum_k (-1)^k J_2k / k
+    bh, bl = 0.0, 0.0  # sum_k (-1)^k (J_2k-1 - J_2k+1) / k
+    qh, ql = _two_over(x)
     for i in range(m, 0, -1):  # j is J_i
         if i % 2 == 0:
-            total += 2.0 * j
+            th, tl = dd_add(th, tl, 2.0 * jh, 2.0 * jl)
             half = i // 2
             sign = 1.0 if half % 2 == 0 else -1.0
-            y0_sum += sign * j / half
+            dh, dl = dd_div(jh, jl, sign * half, 0.0)
+            ah, al = dd_add(ah, al, dh, dl)
         else:
             # J_i with i = 2k - 1 (k = (i + 1) / 2) and i = 2k + 1 (k = (i - 1) / 2)
             k_up = (i + 1) // 2
-            y1_sum += (1.0 if k_up % 2 == 0 else -1.0) * j / k_up
+            dh, dl = dd_div(jh, jl, (1.0 if k_up % 2 == 0 else -1.0) * k_up, 0.0)
+            bh, bl = dd_add(bh, bl, dh, dl)
             k_down = (i - 1) // 2
             if k_down > 0:
-                y1_sum -= (1.0 if k_down % 2 == 0 else -1.0) * j / k_down
-            j_odd_above = j
-        j_next, j = j, i * two_x * j - j_next
-        if abs(j) > 1e250:
-            j *= 1e-250
-            j_next *= 1e-250
-            total *= 1e-250
-            y0_sum *= 1e-250
-            y1_sum *= 1e-250
-            j_odd_above *= 1e-250
-    total += j
-    j0, j1 = j / total, j_next / total
-    log_term = (math.log(x) - 0.6931471805599453) + EULER
-    y0 = 0.6366197723675814 * (log_term * j0 - 2.0 * y0_sum / total)
-    y1 = 0.6366197723675814 * (-j0 / x + log_term * j1 + y1_sum / total)
-    return y0, y1
+                dh, dl = dd_div(jh, jl, (-1.0 if k_down % 2 == 0 else 1.0) * k_down, 0.0)
+                bh, bl = dd_add(bh, bl, dh, dl)
+        fh, fl = dd_mul_d(qh, ql, float(i))
+        fh, fl = dd_mul(fh, fl, jh, jl)
+        fh, fl = dd_add(fh, fl, -nh, -nl)
+        nh, nl, jh, jl = jh, jl, fh, fl
+        if abs(jh) > RESCALE:  # powers of two: exact
+            jh, jl, nh, nl = jh * UNSCALE, jl * UNSCALE, nh * UNSCALE, nl * UNSCALE
+            th, tl, ah, al = th * UNSCALE, tl * UNSCALE, ah * UNSCALE, al * UNSCALE
+            bh, bl = bh * UNSCALE, bl * UNSCALE
+    th, tl = dd_add(th, tl, jh, jl)
+    j0h, j0l = dd_div(jh, jl, th, tl)
+    j1h, j1l = dd_div(nh, nl, th, tl)
+    ah, al = dd_div(ah, al, th, tl)
+    bh, bl = dd_div(bh, bl, th, tl)
+    lh, ll = _log_dd(x)  # log(x / 2) + euler
+    lh, ll = dd_add(lh, ll, -LN2_HI, -LN2_LO)
+    lh, ll = dd_add(lh, ll, EULER, EULER_LO)
+    y0h, y0l = dd_mul(lh, ll, j0h, j0l)
+    y0h, y0l = dd_add(y0h, y0l, -2.0 * ah, -2.0 * al)
+    y0h, y0l = dd_mul(y0h, y0l, TWO_PI_HI, TWO_PI_LO)
+    y1h, y1l = dd_mul(lh, ll, j1h, j1l)
+    y1h, y1l = dd_add(y1h, y1l, bh, bl)
+    dh, dl = dd_div(j0h, j0l, x, 0.0)
+    y1h, y1l = dd_add(y1h, y1l, -dh, -dl)
+    y1h, y1l = dd_mul(y1h, y1l, TWO_PI_HI, TWO_PI_LO)
+    return y0h, y0l, y1h, y1l
+
+
+def _log_dd(x):
+    """log(x) in double-double for x > 0 (normal): e log 2 + 2 atanh((f - 1) / (f + 1)),
+    f = x / 2**e in [0.707, 1.414), the series' first terms in double-double."""
+    f, e = math.frexp(x)
+    if f < 0.7071067811865476:
+        f, e = 2.0 * f, e - 1
+    sh, sl = two_sum(f, 1.0)
+    sh, sl = dd_div(f - 1.0, 0.0, sh, sl)  # f - 1 is exact
+    wh, wl = dd_mul(sh, sl, sh, sl)
+    total = 0.0
+    for k in range(21, 2, -1):  # 1/(2k + 1) s**2k, below 3e-5 of the sum: doubles suffice
+        total = total * wh + 1.0 / (2.0 * k + 1.0)
+    th, tl = dd_mul_d(wh, wl, total)
+    th, tl = dd_add(th, tl, 0.2, -1.1102230246251566e-17)
+    th, tl = dd_mul(th, tl, wh, wl)
+    th, tl = dd_add(th, tl, 0.3333333333333333, 1.850371707708594e-17)
+    th, tl = dd_mul(th, tl, wh, wl)
+    th, tl = dd_add(th, tl, 1.0, 0.0)
+    th, tl = dd_mul(th, tl, 2.0 * sh, 2.0 * sl)
+    eh, el = dd_mul_d(LN2_HI, LN2_LO, float(e))
+    return dd_add(eh, el, th, tl)
 
 
 def bessely(n, x):
@@ -172,14 +209,18 @@ def bessely(n, x):
     if x > BESSEL_ASYMPTOTIC:
         p, q = _hankel(0, x)
         c, s = _hankel_phase(0, x)
-        y_prev = math.sqrt(0.6366197723675814 / x) * (p * s + q * c)
+        y0h, y0l = math.sqrt(0.6366197723675814 / x) * (p * s + q * c), 0.0
         p, q = _hankel(1, x)
         c, s = _hankel_phase(1, x)
-        y = math.sqrt(0.6366197723675814 / x) * (p * s + q * c)
+        y1h, y1l = math.sqrt(0.6366197723675814 / x) * (p * s + q * c), 0.0
     else:
-        y_prev, y = _bessely01(x)
+        y0h, y0l, y1h, y1l = _bessely01(x)
     if k == 0:
-        return sign * y_prev
+        return sign * (y0h + y0l)
+    qh, ql = _two_over(x)
     for i in range(1, k):  # upward recurrence, stable for Y
-        y_prev, y = y, (2.0 * i / x) * y - y_prev
-    return sign * y
+        fh, fl = dd_mul_d(qh, ql, float(i))
+        fh, fl = dd_mul(fh, fl, y1h, y1l)
+        fh, fl = dd_add(fh, fl, -y0h, -y0l)
+        y0h, y0l, y1h, y1l = y1h, y1l, fh, fl
+    return sign * (y1h + y1l)
