@@ -17,7 +17,7 @@ and docs/functions.md):
   terms of one sign: no cancellation); in double-double for n <= 20 and x > 0.
 * erfinv, erfcinv (`.special_erf`): Giles' approximation, then Halley steps on erf (or erfc).
 * besselj, bessely (`.special_bessel`): Miller's backward recurrence and the Neumann series
-  for |x| <= 25, Hankel's expansion beyond. Non-integer orders give nan.
+  for |x| <= 200 (in double-double), Hankel's expansion beyond. Non-integer orders give nan.
 """
 
 from __future__ import annotations

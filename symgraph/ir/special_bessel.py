@@ -1,7 +1,8 @@
 """Bessel functions of integer order, J_n and Y_n, as plain Python on floats (compiled by Numba
 as `symgraph.ir.special` is; see there): Miller's backward recurrence (normalised by
-J0 + 2 sum J2k = 1) and the Neumann series for Y0, Y1 with the upward recurrence for Y_n, for
-|x| <= 25; Hankel's asymptotic expansion beyond. Non-integer orders give nan.
+J0 + 2 sum J2k = 1) and the Neumann series for Y0, Y1 with the upward recurrence for Y_n, all
+in double-double (relative accuracy, zeros included), for |x| <= 200; Hankel's asymptotic
+expansion in doubles beyond (absolute accuracy). Non-integer orders give nan.
 """
 
 from __future__ import annotations
