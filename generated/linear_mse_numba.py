@@ -26,7 +26,7 @@ from numba import njit
 
 from symgraph.backends.numba.runtime import fetch_add, load_acquire, straight_line
 
-# runtime 6085cd5cd947c01f03e3d980: Numba's cache of this file is of that runtime
+# runtime 3e86ff7960c5100aebec3229: Numba's cache of this file is of that runtime
 
 
 def value_steps(_x, _out):

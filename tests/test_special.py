@@ -47,18 +47,19 @@ def _erfcinv_reference(z):
 
 # (function, reference, argument samplers, documented bound in ulps): docs/functions.md.
 CASES = {
-    "gamma": (special.gamma, mpmath.gamma, [uniform(0.01, 170.0)], 8),
-    "lgamma": (special.lgamma, mpmath.loggamma, [uniform(3.0, 1e5)], 3),
+    "gamma": (special.gamma, mpmath.gamma, [uniform(0.01, 170.0)], 1),
+    "lgamma": (special.lgamma, mpmath.loggamma, [log_uniform(1e-3, 1e5)], 2),
+    "lgamma_zeros": (special.lgamma, mpmath.loggamma, [uniform(0.5, 2.5)], 1),
     "digamma": (special.digamma, mpmath.digamma, [log_uniform(1e-6, 1e6)], 2),
     "polygamma1": (lambda x: special.polygamma(1.0, x), lambda x: mpmath.polygamma(1, x),
-                   [log_uniform(1e-3, 1e4)], 3),
+                   [log_uniform(1e-3, 1e4)], 1),
     "polygamma2": (lambda x: special.polygamma(2.0, x), lambda x: mpmath.polygamma(2, x),
-                   [log_uniform(1e-3, 1e4)], 3),
+                   [log_uniform(1e-3, 1e4)], 1),
     "polygamma3": (lambda x: special.polygamma(3.0, x), lambda x: mpmath.polygamma(3, x),
-                   [log_uniform(1e-3, 1e4)], 4),
-    "beta": (special.beta, mpmath.beta, [uniform(0.05, 50.0), uniform(0.05, 50.0)], 10),
+                   [log_uniform(1e-3, 1e4)], 1),
+    "beta": (special.beta, mpmath.beta, [uniform(0.05, 50.0), uniform(0.05, 50.0)], 1),
     "lbeta": (special.lbeta, lambda a, b: mpmath.log(mpmath.beta(a, b)),
-              [uniform(0.05, 0.5), uniform(0.05, 0.5)], 6),
+              [uniform(0.05, 0.5), uniform(0.05, 0.5)], 1),
     "erfinv": (special.erfinv, mpmath.erfinv, [uniform(-1.0, 1.0)], 2),
     "erfcinv": (special.erfcinv, _erfcinv_reference, [log_uniform(1e-300, 2.0)], 2),
     "xlogy": (special.xlogy, lambda x, y: x * mpmath.log(y),
@@ -70,7 +71,7 @@ def compiled(name: str):
     """The Numba-compiled function of a case (what Numba kernels and the tape call)."""
     from symgraph.backends.numba import special as numba_special
 
-    base = name.rstrip("0123456789")
+    base = name.rstrip("0123456789").split("_")[0]  # "polygamma2", "lgamma_zeros"
     jitted = getattr(numba_special, f"_sf_{base}")
     if base == "polygamma":
         order = float(name[len(base):])
@@ -95,23 +96,27 @@ def test_ulp_error_against_mpmath_within_the_documented_bound(name, backend):
 
 
 @pytest.mark.parametrize("kind", ["besselj", "bessely"])
-@pytest.mark.parametrize("order", [0, 1, 5])
-def test_bessel_error_is_within_a_few_ulps_of_the_functions_envelope(kind, order):
-    # Near its zeros a Bessel function's relative error is unbounded for any double-precision
-    # method that does not special-case each zero (SciPy's too); the bound is in ulps of the
-    # envelope max(|f|, sqrt(2 / (pi x)) / 4). Miller's normalisation (a sum of magnitude 1)
-    # leaves an absolute error of about an ulp of 1 for x up to 25: ~50 ulps of the envelope.
+@pytest.mark.parametrize("order", [0, 1, 5, 20])
+def test_bessel_error_is_an_ulp_up_to_200_and_a_few_ulps_of_the_envelope_beyond(kind, order):
+    # Up to |x| = 200 (Miller's recurrence and the Neumann series in double-double) the error
+    # is relative, zeros included; beyond, Hankel's expansion in doubles: near a zero its
+    # relative error is unbounded, so the bound is in ulps of the envelope
+    # max(|f|, sqrt(2 / (pi x)) / 4).
     function = getattr(special, kind)
     reference = mpmath.besselj if kind == "besselj" else mpmath.bessely
     rng = np.random.default_rng(RNG_SEED + order)
-    worst = 0.0
-    for _ in range(60):  # mpmath's Bessel functions are slow
-        x = float(rng.uniform(0.05 if kind == "bessely" else -60.0, 60.0))
+    worst_relative = worst_envelope = 0.0
+    for _ in range(40):  # mpmath's Bessel functions are slow
+        x = float(rng.uniform(0.05 if kind == "bessely" else -200.0, 200.0))
+        worst_relative = max(worst_relative, ulps(function(float(order), x),
+                                                  reference(order, mpmath.mpf(x))))
+        x = float(rng.uniform(200.0, 2000.0))
         want = reference(order, mpmath.mpf(x))
-        scale = max(abs(float(want)), math.sqrt(2.0 / (math.pi * abs(x))) / 4.0)
-        worst = max(worst, float(abs(mpmath.mpf(function(float(order), x)) - want))
-                    / math.ulp(scale))
-    assert worst <= 64, (kind, order, worst)
+        scale = max(abs(float(want)), math.sqrt(2.0 / (math.pi * x)) / 4.0)
+        worst_envelope = max(worst_envelope, float(
+            abs(mpmath.mpf(function(float(order), x)) - want)) / math.ulp(scale))
+    assert worst_relative <= 1, (kind, order, worst_relative)
+    assert worst_envelope <= 6, (kind, order, worst_envelope)
 
 
 # -- SciPy's values at poles and edges ----------------------------------------------------
@@ -196,8 +201,8 @@ def test_third_derivative_matches_sympys(name, text, at):
 
 
 def test_numba_special_functions_agree_with_the_python_ones_within_their_bounds():
-    # Numba's math.gamma/lgamma/erf are its own: the gamma family (beta: 10 ulps each side) may
-    # differ by the sum of both bounds; lgamma near its zeros by ~1e-16 in absolute terms.
+    # Numba's math.lgamma/erf are libm's, CPython's its own: where special calls them (lgamma
+    # above 90, erfinv's Halley steps) the two may differ by the sum of both bounds.
     from symgraph.backends.numba import special as compiled
 
     rng = np.random.default_rng(RNG_SEED)

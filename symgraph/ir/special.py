@@ -7,17 +7,17 @@ The scalar functions use only ``math``, float arithmetic and loops, so
 backend computes the same numbers. Methods (errors measured against mpmath, tests/test_special.py
 and docs/functions.md):
 
-* gamma, lgamma: ``math.gamma`` / ``math.lgamma`` (Lanczos), poles and overflow as SciPy.
+* gamma (x > 0), lgamma (0 < x < 90), beta, lbeta: in double-double (`.special_gamma`): the
+  recurrence to [1, 2) and a Taylor series about 1.5; lgamma = log(gamma) there (relative
+  accuracy at its zeros 1 and 2); beta the gamma ratio corrected for the rounding of a + b.
+  Elsewhere ``math.gamma`` / ``math.lgamma``, poles and overflow as SciPy.
 * digamma: Taylor series about 1, about its positive root and about 2 (coefficients from
   mpmath), the recurrence down to them below 10, the asymptotic series above.
 * polygamma(n, x), n >= 1: the recurrence up to x >= 15 + n, then the asymptotic series (all
-  terms of one sign: no cancellation).
-* beta: gamma(a) gamma(b) / gamma(a + b) while that does not overflow, else exp(lbeta).
-* erfinv, erfcinv: Giles' approximation, then Halley steps on erf (or on erfc near +-1, where
-  1 - y is exact), so the result is as good as libm's erf/erfc.
-* besselj, bessely: Miller's backward recurrence (normalised by J0 + 2 sum J2k = 1) and the
-  Neumann series for Y0, Y1 with upward recurrence for Y_n, for |x| <= 25; Hankel's asymptotic
-  expansion beyond. Non-integer orders give nan.
+  terms of one sign: no cancellation); in double-double for n <= 20 and x > 0.
+* erfinv, erfcinv (`.special_erf`): Giles' approximation, then Halley steps on erf (or erfc).
+* besselj, bessely (`.special_bessel`): Miller's backward recurrence and the Neumann series
+  for |x| <= 200 (in double-double), Hankel's expansion beyond. Non-integer orders give nan.
 """
 
 from __future__ import annotations
@@ -26,14 +26,25 @@ import math
 
 import numpy as np
 
+from .special_bessel import besselj, bessely
+from .special_erf import erfcinv, erfinv
+from .special_gamma import (
+    BERNOULLI,
+    _floor,
+    dd_add,
+    dd_div,
+    dd_log,
+    dd_mul,
+    gamma_dd,
+    lgamma_near_zeros,
+    polygamma_positive,
+)
+
 INF, NAN = math.inf, math.nan
 EULER = 0.5772156649015329
 ROOT_HI, ROOT_LO = 1.4616321449683622, 9.549995429965697e-17  # digamma's positive root
-SQRT_PI_2 = 0.8862269254527580  # sqrt(pi) / 2
-TWO_SQRT_PI = 1.1283791670955126  # 2 / sqrt(pi)
 GAMMA_OVERFLOW = 171.624376956302  # gamma(x) is inf above
-MAX_ORDER = 10000.0  # besselj/bessely orders beyond give nan (the recurrences would run long)
-BESSEL_ASYMPTOTIC = 25.0  # |x| above which besselj/bessely use Hankel's expansion
+LGAMMA_DD = 90.0  # lgamma below is log(gamma) in double-double (gamma below 2**500: no scale)
 
 # Taylor coefficients of digamma, highest order first (Horner): about 1, its root, 2.
 _AT_1 = (
@@ -62,25 +73,11 @@ _AT_2 = (
     -0.03692775514336993, 0.08232323371113819, -0.2020569031595943, 0.6449340668482264,
     0.42278433509846713)
 
-# The Bernoulli numbers B_2k, k = 1..10, of the asymptotic series.
-_BERNOULLI = (0.16666666666666666, -0.03333333333333333, 0.023809523809523808, -0.03333333333333333,
-        0.07575757575757576, -0.2531135531135531, 1.1666666666666667, -7.092156862745098,
-        54.971177944862156, -529.1242424242424)
-
-
 def _horner(coefficients, h):
     total = 0.0
     for c in coefficients:
         total = total * h + c
     return total
-
-
-def _floor(x):
-    # A float, for every x: math.floor raises for inf and nan in Python, and in Numba it is an
-    # int64 conversion, undefined (LLVM poison) beyond 2**63, which the optimiser may exploit.
-    if abs(x) < 4503599627370496.0:  # beyond 2**52 every float is an integer
-        return float(math.floor(x))
-    return x
 
 
 def _is_pole(x):
@@ -101,6 +98,9 @@ def gamma(x):
         return 1.0 / x - EULER
     if x < -180.0:  # underflows; the sign alternates between poles
         return 0.0 if _floor(-x) % 2.0 == 1.0 else -0.0
+    if x > 0.0:  # in double-double: libm's gamma is off by up to ~7 ulps
+        hi, lo, scale = gamma_dd(x)
+        return (hi + lo) * scale
     value = math.gamma(x)
     if abs(value) < 2.2250738585072014e-308:  # SciPy flushes subnormal results to zero
         return math.copysign(0.0, value)
@@ -120,6 +120,11 @@ def lgamma(x):
         return -INF
     if _is_pole(x) or x > LGAMMA_OVERFLOW:  # CPython raises past it; libm gives inf
         return INF
+    if 0.75 <= x < 1.25 or 1.5 <= x < 2.5:
+        return lgamma_near_zeros(x)
+    if 0.0 < x < LGAMMA_DD:  # log of gamma in double-double: relative accuracy near 1 and 2
+        hi, lo, _ = gamma_dd(x)
+        return dd_log(hi, lo)
     return math.lgamma(x)
 
 
@@ -159,7 +164,7 @@ def _digamma_reflected(x):
         series = 0.0
         power = inverse2
         for k in range(1, 10):
-            series += _BERNOULLI[k - 1] / (2.0 * k) * power
+            series += BERNOULLI[k - 1] / (2.0 * k) * power
             power *= inverse2
         return math.log(x) - 0.5 / x - series
     if x < 1.25:
@@ -194,11 +199,13 @@ def polygamma(n, x):
         return sign * 0.0
     if x == -INF or x < -1e5:  # far below 0: the recurrence would run long (documented)
         return NAN
+    m = max(0, int(math.ceil(15.0 + n - x)))
+    if x > 0.0 and k <= 20 and (k + 1) * math.log(x) > -575.0:  # in double-double
+        return sign * polygamma_positive(k, x, m)
     factorial = math.gamma(n + 1.0)
     # psi_n(x) = (-1)**(n+1) n! [sum_{j<m} (x + j)**-(n+1) + tail(x + m)], x + m >= 15 + n,
     # tail(z) = 1/(n z**n) + 1/(2 z**(n+1)) + sum_k B2k (2k+n-1)!/((2k)! n!) z**-(2k+n); the
     # terms, all of one sign for x > 0, added smallest first.
-    m = max(0, int(math.ceil(15.0 + n - x)))
     z = x + m
     inverse = 1.0 / z
     inverse2 = inverse * inverse
@@ -206,7 +213,7 @@ def polygamma(n, x):
     ratio = (n + 1.0) / 2.0  # (2k + n - 1)! / ((2k)! n!) for k = 1
     series = 0.0
     for j in range(1, 11):
-        series += _BERNOULLI[j - 1] * ratio * power
+        series += BERNOULLI[j - 1] * ratio * power
         power *= inverse2
         ratio *= (2.0 * j + n) * (2.0 * j + n + 1.0) / ((2.0 * j + 1.0) * (2.0 * j + 2.0))
     total = series + 0.5 * z ** -(k + 1) + z ** -k / n
@@ -251,11 +258,24 @@ def _divide(p, q):
 
 
 def _beta_positive(a, b):
+    hi, lo, scale = _beta_dd(a, b)
+    return (hi + lo) * scale
+
+
+def _beta_dd(a, b):
+    # gamma(a) gamma(b) / gamma(a + b) in double-double, as (hi, lo, power-of-two scale),
+    # corrected for the rounding of c = a + b: gamma(c) moves by psi(c) times it, hundreds of
+    # ulps at c ~ 100 (a, b > 0, c < GAMMA_OVERFLOW)
+    if a < b:
+        a, b = b, a
     c = a + b
-    correction = 1.0 - digamma(c) * _sum_error(a, b, c)
-    if a >= b:
-        return gamma(b) * (gamma(a) / gamma(c)) * correction
-    return gamma(a) * (gamma(b) / gamma(c)) * correction
+    ah, al, a_scale = gamma_dd(a)
+    bh, bl, b_scale = gamma_dd(b)
+    ch, cl, c_scale = gamma_dd(c)
+    hi, lo = dd_div(ah, al, ch, cl)
+    hi, lo = dd_mul(hi, lo, bh, bl)
+    hi, lo = dd_add(hi, lo, -hi * digamma(c) * _sum_error(a, b, c), 0.0)
+    return hi, lo, (a_scale / c_scale) * b_scale  # a_scale <= c_scale: no overflow
 
 
 def _lbeta_sum(a, b):
@@ -272,9 +292,9 @@ def lbeta(a, b):
     if a == INF or b == INF:
         return -INF if (a > 0.0 and b > 0.0) else NAN
     if a > 0.0 and b > 0.0 and a + b < GAMMA_OVERFLOW and min(a, b) >= 1e-17:
-        value = _beta_positive(a, b)
-        if 1e-300 < value < 1e300:
-            return math.log(value)
+        hi, lo, scale = _beta_dd(a, b)
+        if scale == 1.0 and hi > 1e-300:  # log in double-double: accurate where lbeta ~ 0
+            return dd_log(hi, lo)
     return _lbeta_sum(a, b)
 
 
@@ -283,260 +303,6 @@ def _sum_error(a, b, c):
     gamma(a + b) by psi(a + b) times it, hundreds of ulps at a + b ~ 100."""
     b_virtual = c - a
     return (a - (c - b_virtual)) + (b - b_virtual)
-
-
-def _giles(y, w):
-    """Giles' single-precision erfinv(y), w = -log((1 - y)(1 + y)): a starting point."""
-    if w < 5.0:
-        w -= 2.5
-        p = 2.81022636e-08
-        p = 3.43273939e-07 + p * w
-        p = -3.5233877e-06 + p * w
-        p = -4.39150654e-06 + p * w
-        p = 0.00021858087 + p * w
-        p = -0.00125372503 + p * w
-        p = -0.00417768164 + p * w
-        p = 0.246640727 + p * w
-        p = 1.50140941 + p * w
-    else:
-        w = math.sqrt(w) - 3.0
-        p = -0.000200214257
-        p = 0.000100950558 + p * w
-        p = 0.00134934322 + p * w
-        p = -0.00367342844 + p * w
-        p = 0.00573950773 + p * w
-        p = -0.0076224613 + p * w
-        p = 0.00943887047 + p * w
-        p = 1.00167406 + p * w
-        p = 2.83297682 + p * w
-    return p * y
-
-
-def _erfc_inverse_small(z):
-    """erfcinv(z) for 0 < z <= 0.5 (x >= 0.47): Halley steps on erfc(x) = z, from Giles'
-    start, or below z = 1e-15 from Newton steps on the logarithm of erfc's asymptotics."""
-    if z < 1e-15:
-        target = math.log(z)
-        x = math.sqrt(-target)
-        for _ in range(6):
-            x2 = x * x
-            # log erfc(x) ~ -x^2 - log(x sqrt(pi)) + log(1 - 1/(2x^2) + 3/(4x^4) - 15/(8x^6))
-            value = -x2 - math.log(x * 1.7724538509055160) + math.log1p(
-                -0.5 / x2 + 0.75 / (x2 * x2) - 1.875 / (x2 * x2 * x2))
-            x -= (value - target) / (-2.0 * x - 1.0 / x)
-        if z < 1e-300:  # erfc(x) would be subnormal: the asymptotic root is the answer
-            return x
-    else:
-        x = _giles(1.0 - z, -math.log(z * (2.0 - z)))
-    for _ in range(10):
-        f = math.erfc(x) - z
-        slope = -TWO_SQRT_PI * math.exp(-x * x)
-        step = f / (slope + x * f)
-        x -= step
-        if abs(step) <= 1e-17 * x:
-            break
-    return x
-
-
-def _erf_inverse_middle(y):
-    """erfinv(y) for |y| < 0.5: Halley steps on erf(x) = y."""
-    if y == 0.0:
-        return y
-    x = _giles(y, -math.log((1.0 - y) * (1.0 + y)))
-    for _ in range(4):
-        f = math.erf(x) - y
-        slope = TWO_SQRT_PI * math.exp(-x * x)
-        step = f / (slope + x * f)
-        x -= step
-        if abs(step) <= 1e-17 * abs(x):
-            break
-    return x
-
-
-def erfinv(y):
-    """The inverse of erf on [-1, 1]; SciPy's edges: +-inf at +-1, nan outside."""
-    if y != y or y < -1.0 or y > 1.0:
-        return NAN
-    if y == 1.0:
-        return INF
-    if y == -1.0:
-        return -INF
-    if y >= 0.5:
-        return _erfc_inverse_small(1.0 - y)
-    if y <= -0.5:
-        return -_erfc_inverse_small(1.0 + y)
-    return _erf_inverse_middle(y) + 0.0  # +0.0: erfinv(-0.0) is 0.0, as SciPy's
-
-
-def erfcinv(z):
-    """The inverse of erfc on [0, 2]; SciPy's edges: inf at 0, -inf at 2, nan outside."""
-    if z != z or z < 0.0 or z > 2.0:
-        return NAN
-    if z == 0.0:
-        return INF
-    if z == 2.0:
-        return -INF
-    if z <= 0.5:
-        return _erfc_inverse_small(z)
-    if z >= 1.5:
-        return -_erfc_inverse_small(2.0 - z)
-    return -_erf_inverse_middle(z - 1.0)
-
-
-def _hankel(n, x):
-    """(P, Q) of Hankel's expansion of order n at x > 0 (terms until they stop shrinking)."""
-    mu = 4.0 * n * n
-    p, q = 1.0, 0.0
-    term = 1.0
-    eight_x = 8.0 * x
-    previous = INF
-    for k in range(1, 60):
-        term *= (mu - (2.0 * k - 1.0) ** 2) / (k * eight_x)
-        if abs(term) >= previous or term == 0.0:
-            break
-        previous = abs(term)
-        if k % 4 == 1:
-            q += term
-        elif k % 4 == 2:
-            p -= term
-        elif k % 4 == 3:
-            q -= term
-        else:
-            p += term
-    return p, q
-
-
-def _hankel_phase(n, x):
-    """(cos(chi), sin(chi)) for chi = x - (n/2 + 1/4) pi, from cos x and sin x (exact
-    reduction by libm) and the phase's exact multiple of pi/4."""
-    c, s = math.cos(x), math.sin(x)
-    r = 0.7071067811865476
-    k = int(n) % 4  # chi = x - pi/4 - k pi/2
-    cos0, sin0 = r * (c + s), r * (s - c)  # k = 0
-    if k == 0:
-        return cos0, sin0
-    if k == 1:
-        return sin0, -cos0
-    if k == 2:
-        return -cos0, -sin0
-    return -sin0, cos0
-
-
-def _miller_start(n, x):
-    big = max(float(n), x)
-    m = int(big + 20.0 + 3.0 * math.sqrt(big))
-    return m + m % 2  # even
-
-
-def _besselj_positive(k, x):
-    """J_k(x) for an integer k >= 0 and 0 < x <= BESSEL_ASYMPTOTIC (Miller's recurrence)."""
-    m = _miller_start(k, x)
-    j_next, j = 0.0, 1e-300
-    total = 0.0
-    wanted = 0.0
-    two_x = 2.0 / x
-    for i in range(m, 0, -1):  # j is J_i (unnormalised), j_next is J_{i+1}
-        if i == k:
-            wanted = j
-        if i % 2 == 0:
-            total += 2.0 * j
-        j_next, j = j, i * two_x * j - j_next
-        if abs(j) > 1e250:  # rescale to stay in range
-            j *= 1e-250
-            j_next *= 1e-250
-            total *= 1e-250
-            wanted *= 1e-250
-    total += j  # J_0
-    if k == 0:
-        wanted = j
-    return wanted / total
-
-
-def besselj(n, x):
-    """J_n(x) for integer n (else nan); SciPy's edges (``jv``): nan at +-inf."""
-    if n != n or x != x or n != _floor(n) or x == INF or x == -INF or abs(n) > MAX_ORDER:
-        return NAN
-    k = int(abs(n))
-    sign = -1.0 if (n < 0.0 and k % 2 == 1) else 1.0
-    if x < 0.0:
-        x = -x
-        if k % 2 == 1:
-            sign = -sign
-    if x == 0.0:
-        return sign * (1.0 if k == 0 else 0.0)
-    if x > BESSEL_ASYMPTOTIC and x > 0.5 * k * k:
-        p, q = _hankel(k, x)
-        c, s = _hankel_phase(k, x)
-        return sign * math.sqrt(0.6366197723675814 / x) * (p * c - q * s)
-    return sign * _besselj_positive(k, x)
-
-
-def _bessely01(x):
-    """(Y0(x), Y1(x)) for 0 < x <= BESSEL_ASYMPTOTIC: Neumann series over Miller's J_k."""
-    m = _miller_start(1, x)
-    j_next, j = 0.0, 1e-300
-    total = 0.0
-    y0_sum = 0.0  # sum_k (-1)^k J_2k / k
-    y1_sum = 0.0  # sum_k (-1)^k (J_2k-1 - J_2k+1) / k
-    j_odd_above = 0.0  # J_{2k+1} seen before J_{2k-1}
-    two_x = 2.0 / x
-    for i in range(m, 0, -1):  # j is J_i
-        if i % 2 == 0:
-            total += 2.0 * j
-            half = i // 2
-            sign = 1.0 if half % 2 == 0 else -1.0
-            y0_sum += sign * j / half
-        else:
-            # J_i with i = 2k - 1 (k = (i + 1) / 2) and i = 2k + 1 (k = (i - 1) / 2)
-            k_up = (i + 1) // 2
-            y1_sum += (1.0 if k_up % 2 == 0 else -1.0) * j / k_up
-            k_down = (i - 1) // 2
-            if k_down > 0:
-                y1_sum -= (1.0 if k_down % 2 == 0 else -1.0) * j / k_down
-            j_odd_above = j
-        j_next, j = j, i * two_x * j - j_next
-        if abs(j) > 1e250:
-            j *= 1e-250
-            j_next *= 1e-250
-            total *= 1e-250
-            y0_sum *= 1e-250
-            y1_sum *= 1e-250
-            j_odd_above *= 1e-250
-    total += j
-    j0, j1 = j / total, j_next / total
-    log_term = (math.log(x) - 0.6931471805599453) + EULER
-    y0 = 0.6366197723675814 * (log_term * j0 - 2.0 * y0_sum / total)
-    y1 = 0.6366197723675814 * (-j0 / x + log_term * j1 + y1_sum / total)
-    return y0, y1
-
-
-def bessely(n, x):
-    """Y_n(x) for integer n (else nan) and x >= 0; SciPy's edges (``yv``): -inf at 0 (times
-    (-1)**n for negative n), nan for x < 0 and at inf."""
-    if n != n or x != x or n != _floor(n) or x < 0.0 or x == INF or abs(n) > MAX_ORDER:
-        return NAN
-    k = int(abs(n))
-    sign = -1.0 if (n < 0.0 and k % 2 == 1) else 1.0
-    if x == 0.0:
-        return -sign * INF
-    if x > BESSEL_ASYMPTOTIC and x > 0.5 * k * k:
-        p, q = _hankel(k, x)
-        c, s = _hankel_phase(k, x)
-        return sign * math.sqrt(0.6366197723675814 / x) * (p * s + q * c)
-    if x > BESSEL_ASYMPTOTIC:
-        p, q = _hankel(0, x)
-        c, s = _hankel_phase(0, x)
-        y_prev = math.sqrt(0.6366197723675814 / x) * (p * s + q * c)
-        p, q = _hankel(1, x)
-        c, s = _hankel_phase(1, x)
-        y = math.sqrt(0.6366197723675814 / x) * (p * s + q * c)
-    else:
-        y_prev, y = _bessely01(x)
-    if k == 0:
-        return sign * y_prev
-    for i in range(1, k):  # upward recurrence, stable for Y
-        y_prev, y = y, (2.0 * i / x) * y - y_prev
-    return sign * y
 
 
 def xlogy(x, y):

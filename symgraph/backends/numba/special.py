@@ -20,17 +20,25 @@ from numba import njit
 
 from ...frontends import userfunctions
 from ...ir import special as _special
+from ...ir import special_bessel as _special_bessel
+from ...ir import special_erf as _special_erf
+from ...ir import special_gamma as _special_gamma
 
 _JIT = njit(cache=True, error_model="numpy", nogil=True)
-_NAMESPACE = dict(vars(_special))  # what the compiled functions' globals are
+# special's own functions and its helper modules' (double-double gamma, Bessel, erfinv), each
+# over a copy of its module's namespace; after compiling, every copy sees all compiled ones.
+_MODULES = (_special, _special_gamma, _special_bessel, _special_erf)
+_NAMESPACES = [dict(vars(module)) for module in _MODULES]
 _COMPILED: dict[str, Any] = {}
-for _name, _value in vars(_special).items():
-    if inspect.isfunction(_value) and _value.__module__ == _special.__name__:
-        _clone = types.FunctionType(_value.__code__, _NAMESPACE, _name, _value.__defaults__,
-                                    _value.__closure__)
-        _clone.__qualname__, _clone.__module__ = _value.__qualname__, _value.__module__
-        _COMPILED[_name] = _JIT(_clone)
-_NAMESPACE.update(_COMPILED)
+for _module, _namespace in zip(_MODULES, _NAMESPACES):
+    for _name, _value in vars(_module).items():
+        if inspect.isfunction(_value) and _value.__module__ == _module.__name__:
+            _clone = types.FunctionType(_value.__code__, _namespace, _name, _value.__defaults__,
+                                        _value.__closure__)
+            _clone.__qualname__, _clone.__module__ = _value.__qualname__, _value.__module__
+            _COMPILED[_name] = _JIT(_clone)
+for _namespace in _NAMESPACES:
+    _namespace.update(_COMPILED)
 
 _sf_gamma = _COMPILED["gamma"]
 _sf_lgamma = _COMPILED["lgamma"]
