@@ -23,6 +23,7 @@ from fractions import Fraction
 from .exact import form_of, power_form
 from .node import Node, const
 from .ops import COMPARISONS
+from .tidy_choice import expanded, ops
 from .tidy_rules import (
     _ATOMS,
     _HALF,
@@ -51,12 +52,14 @@ __all__ = ["tidy", "tidy_many", "LIMIT"]
 
 
 class _Tidier:
-    def __init__(self) -> None:
+    def __init__(self, choose: bool = True) -> None:
         self.products: dict[Node, tuple] = {}
         self.sums: dict[Node, list] = {}
         self.contents: dict[Node, tuple] = {}
         self.weights: dict[Node, int] = {}
         self.built: set[Node] = set()  # built by build_product with coefficient 1
+        self.costs: dict[Node, int] = {}
+        self.choose = choose  # multiply factors into sums where that saves operations
 
     # -- reading display nodes back as factor and term lists ----------------------------------
     def constant(self, value: float) -> tuple:
@@ -321,6 +324,17 @@ class _Tidier:
             nodes.insert(1 if number != 1 else 0, _mk("sqrt", _join(roots)))
         return nodes
 
+    def chosen_sum(self, terms: list) -> Node:
+        """The sum of `terms`, or of the terms multiplied out where that has fewer
+        operations (tidy_choice.py; one level, so the work stays bounded)."""
+        node = self.build_sum(terms)
+        wide = self.expanded(terms) if self.choose else None
+        if wide is not None:
+            other = self.build_sum(wide)
+            if (self.ops(other), self.weight(other)) < (self.ops(node), self.weight(node)):
+                node = other
+        return node
+
     def build_sum(self, terms: list) -> Node:
         groups: dict[Node, object] = {}
         number = 0
@@ -368,6 +382,8 @@ class _Tidier:
         return nodes[0] if len(nodes) == 1 else _mk("add", *nodes)
     factor_out = factor_out
     weight = weight
+    ops = ops
+    expanded = expanded
 
     # -- one original node --------------------------------------------------------------------
     def node(self, n: Node, shown: dict[Node, Node]) -> Node:
@@ -384,16 +400,30 @@ class _Tidier:
                 return guarded
         raw = _mk(op, *args)
         if op in ("add", "mul", "neg", "div", "pow", "sqrt"):
-            return self.build_sum(self.terms(raw))
+            return self.chosen_sum(self.terms(raw))
         return raw
 
 
 @bulk
 def tidy_many(outputs: Sequence[Node], keep: Iterable[Node] = ()) -> list[Node]:
     """The display form of each output; nodes in `keep` stay whole (their own lines in the
-    shared form) instead of merging into the sums and products that use them."""
-    tidier = _Tidier()
+    shared form) instead of merging into the sums and products that use them. The local
+    choices can add operations further up, so the outputs without them are the fallback."""
     kept = set(keep)
+    chosen = _tidy_all(outputs, kept, _Tidier())
+    greedy = _tidy_all(outputs, kept, _Tidier(choose=False))
+    if chosen == greedy:
+        return chosen
+    costs = _Tidier()
+    if not kept:  # each output on its own
+        return [a if (costs.ops(a), costs.weight(a)) <= (costs.ops(b), costs.weight(b)) else b
+                for a, b in zip(chosen, greedy)]
+    score = [(sum(costs.ops(d) for d in forms), sum(costs.weight(d) for d in forms))
+             for forms in (chosen, greedy)]  # shared lines: one form for all
+    return chosen if score[0] <= score[1] else greedy
+
+
+def _tidy_all(outputs: Sequence[Node], kept: set, tidier: _Tidier) -> list[Node]:
     shown: dict[Node, Node] = {}
     for n in topological_order(list(outputs)):
         d = tidier.node(n, shown)

@@ -1,0 +1,85 @@
+"""Cost-based choices of the display form (ir/tidy.py): a factor multiplied into a sum where
+its pieces cancel (``2*c*m*(1/u - v**2/(2*c**2*u**3))`` is ``2*c*m/u - m*v**2/(c*u**3)``), kept
+only where the result has fewer operations. `ops` and `expanded` are `_Tidier` methods, defined
+here to keep modules small; each looks one level deep, so the work per node stays bounded."""
+
+from __future__ import annotations
+
+from .node import Node
+from .tidy_rules import LIMIT, _mul
+
+# Operations as SymPy's count_ops counts them: one per operator of the printed tree; a root
+# or fractional power is two (POW and DIV), as is a leading minus before a sum's terms.
+_EXTRA = {"sqrt": 2}
+
+
+def ops(self, node: Node) -> int:
+    """Operations of the printed tree of `node` (iterative, memoized; shared nodes count
+    once per use, as in the printed text)."""
+    known = self.costs.get(node)
+    if known is not None:
+        return known
+    stack = [node]
+    while stack:
+        n = stack[-1]
+        if n in self.costs:
+            stack.pop()
+            continue
+        missing = [a for a in n.args if a not in self.costs]
+        if missing:
+            stack.extend(missing)
+            continue
+        stack.pop()
+        inner = sum(self.costs[a] for a in n.args)
+        op = n.op
+        if op in ("symbol", "const"):
+            c = 0
+        elif op == "div" and n.args[0].op == "const" and n.args[1].op == "const":
+            c = 1  # a rational: one DIV where it is an exponent, none as a coefficient
+        elif op in ("add", "mul"):
+            c = inner + len(n.args) - 1 + (op == "add" and n.args[0].op == "neg")
+        else:
+            c = inner + _EXTRA.get(op, 1)
+            if (op == "sqrt" or op == "pow" and n.args[1].op == "div") and \
+                    n.args[0].op == "mul" and n.args[0].args[0].op == "const":
+                c += 2  # SymPy splits sqrt(2*T) into sqrt(2)*sqrt(T)
+        self.costs[n] = min(c, 10**6)
+    return self.costs[node]
+
+
+def expanded(self, terms: list) -> list | None:
+    """`terms` with each product that has a sum as a factor multiplied out (one sum per
+    term, one level), so that like factors cancel and like terms combine; None if no term
+    has one or the result would be too wide."""
+    out = []
+    changed = False
+    for c, rest in terms:
+        if rest is None:
+            out.append((c, rest))
+            continue
+        rc, factors = self.product(rest)
+        at = next((i for i, (b, e) in enumerate(factors) if e == 1 and b.op == "add"), None)
+        if at is None or len(factors) < 2 and rc == 1:
+            out.append((c, rest))
+            continue
+        others = factors[:at] + factors[at + 1:]
+        inner = self.terms(factors[at][0])
+        if len(inner) > LIMIT:
+            out.append((c, rest))
+            continue
+        k = _mul(c, rc)
+        for tc, tr in inner:
+            if tr is None:
+                out.append((_mul(k, tc), self.build_product(1, others) if others else None))
+                continue
+            trc, trf = self.product(tr)
+            merged = self.build_product(1, others + list(trf))
+            mc, mf = self.product(merged)
+            if not mf:
+                out.append((_mul(_mul(k, tc), _mul(trc, mc)), None))
+            else:
+                out.append((_mul(k, _mul(tc, trc)), merged))
+        changed = True
+    if not changed or len(out) > 2 * LIMIT:
+        return None
+    return out
