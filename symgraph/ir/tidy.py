@@ -44,6 +44,7 @@ from .tidy_rules import (
     _unguard,
     _zero_branch,
     factor_out,
+    split_exponent,
     weight,
 )
 from .traversal import bulk, topological_order
@@ -381,6 +382,7 @@ class _Tidier:
             nodes.insert(0, nodes.pop(first))
         return nodes[0] if len(nodes) == 1 else _mk("add", *nodes)
     factor_out = factor_out
+    split_exponent = split_exponent
     weight = weight
     ops = ops
     expanded = expanded
