@@ -23,7 +23,7 @@ from fractions import Fraction
 from .exact import form_of, power_form
 from .node import Node, const
 from .ops import COMPARISONS
-from .tidy_choice import expanded, ops
+from .tidy_choice import expanded, flip_odd, ops
 from .tidy_rules import (
     _ATOMS,
     _HALF,
@@ -198,6 +198,7 @@ class _Tidier:
             return const(0.0)
         c = self.normalize_sums(c, merged)
         c = self.rebalance_roots(c, merged)
+        c = self.flip_odd(c, merged)
         upper, lower, symbolic_up, symbolic_down = [], [], [], []
         for base, (e, symbolic) in merged.items():
             if symbolic:  # x**a * x is x**(a + 1)
@@ -386,6 +387,7 @@ class _Tidier:
     weight = weight
     ops = ops
     expanded = expanded
+    flip_odd = flip_odd
 
     # -- one original node --------------------------------------------------------------------
     def node(self, n: Node, shown: dict[Node, Node]) -> Node:

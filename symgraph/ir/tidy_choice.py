@@ -6,7 +6,7 @@ here to keep modules small; each looks one level deep, so the work per node stay
 from __future__ import annotations
 
 from .node import Node
-from .tidy_rules import LIMIT, _mul
+from .tidy_rules import _Q, LIMIT, _mk, _mul
 
 # Operations as SymPy's count_ops counts them: one per operator of the printed tree; a root
 # or fractional power is two (POW and DIV), as is a leading minus before a sum's terms.
@@ -83,3 +83,26 @@ def expanded(self, terms: list) -> list | None:
     if not changed or len(out) > 2 * LIMIT:
         return None
     return out
+
+
+_ODD = {"sign", "sin", "tan", "sinh", "tanh", "asin", "atan", "asinh", "atanh", "erf", "erfinv",
+        "cbrt"}
+
+
+def flip_odd(self, c, merged: dict):
+    """``-sign(x - mu)`` is ``sign(mu - x)``: a negative product's odd function of a difference
+    takes the minus (one operation fewer). Returns the new coefficient."""
+    if not c < 0:
+        return c
+    for base, (e, symbolic) in list(merged.items()):
+        if (symbolic or base.op not in _ODD or base.args[0].op != "add"
+                or e.__class__ not in _Q or e.denominator != 1 or e.numerator % 2 == 0):
+            continue
+        terms = self.terms(base.args[0])
+        if not any(tc < 0 for tc, _ in terms):
+            continue
+        flipped = _mk(base.op, self.build_sum([(_mul(tc, -1), r) for tc, r in terms]))
+        del merged[base]
+        self.merge(merged, flipped, e)
+        return _mul(c, -1)
+    return c
