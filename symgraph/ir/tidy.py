@@ -362,11 +362,12 @@ class _Tidier:
                                                                                  None)])
                 return self.build_product(k, [(inner, 1)])
         nodes, signs = [], []
-        if len(groups) > 1:
+        while len(groups) > 1:  # a*x + b*x + c*y + d*y is x*(a + b) + y*(c + d)
             factored, groups = self.factor_out(groups)
-            if factored is not None:
-                nodes.append(factored)
-                signs.append(factored.op == "neg")
+            if factored is None:
+                break
+            nodes.append(factored)
+            signs.append(factored.op == "neg")
         for rest, c in groups.items():
             if c == 1 and rest in self.built:  # already in its display form
                 nodes.append(rest)
