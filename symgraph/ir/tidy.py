@@ -23,7 +23,7 @@ from fractions import Fraction
 from .exact import form_of, power_form
 from .node import Node, const
 from .ops import COMPARISONS
-from .tidy_choice import expanded, flip_odd, ops
+from .tidy_choice import chosen_sum, expanded, flip_odd, ops, pick
 from .tidy_rules import (
     _ATOMS,
     _HALF,
@@ -50,6 +50,8 @@ from .tidy_rules import (
 from .traversal import bulk, topological_order
 
 __all__ = ["tidy", "tidy_many", "LIMIT"]
+
+_FALLBACK_NODES = 2000  # DAGs up to this size are also tidied without the local choices
 
 
 class _Tidier:
@@ -326,17 +328,6 @@ class _Tidier:
             nodes.insert(1 if number != 1 else 0, _mk("sqrt", _join(roots)))
         return nodes
 
-    def chosen_sum(self, terms: list) -> Node:
-        """The sum of `terms`, or of the terms multiplied out where that has fewer
-        operations (tidy_choice.py; one level, so the work stays bounded)."""
-        node = self.build_sum(terms)
-        wide = self.expanded(terms) if self.choose else None
-        if wide is not None:
-            other = self.build_sum(wide)
-            if (self.ops(other), self.weight(other)) < (self.ops(node), self.weight(node)):
-                node = other
-        return node
-
     def build_sum(self, terms: list) -> Node:
         groups: dict[Node, object] = {}
         number = 0
@@ -388,6 +379,7 @@ class _Tidier:
     weight = weight
     ops = ops
     expanded = expanded
+    chosen_sum = chosen_sum
     flip_odd = flip_odd
 
     # -- one original node --------------------------------------------------------------------
@@ -415,22 +407,18 @@ def tidy_many(outputs: Sequence[Node], keep: Iterable[Node] = ()) -> list[Node]:
     shared form) instead of merging into the sums and products that use them. The local
     choices can add operations further up, so the outputs without them are the fallback."""
     kept = set(keep)
-    chosen = _tidy_all(outputs, kept, _Tidier())
-    greedy = _tidy_all(outputs, kept, _Tidier(choose=False))
-    if chosen == greedy:
+    order = topological_order(list(outputs))
+    chosen = _tidy_all(outputs, order, kept, _Tidier())
+    if len(order) > _FALLBACK_NODES:  # a formula to read, not a 10**4-node one: time first
         return chosen
-    costs = _Tidier()
-    if not kept:  # each output on its own
-        return [a if (costs.ops(a), costs.weight(a)) <= (costs.ops(b), costs.weight(b)) else b
-                for a, b in zip(chosen, greedy)]
-    score = [(sum(costs.ops(d) for d in forms), sum(costs.weight(d) for d in forms))
-             for forms in (chosen, greedy)]  # shared lines: one form for all
-    return chosen if score[0] <= score[1] else greedy
+    greedy = _tidy_all(outputs, order, kept, _Tidier(choose=False))
+    return pick(chosen, greedy, bool(kept), _Tidier())
 
 
-def _tidy_all(outputs: Sequence[Node], kept: set, tidier: _Tidier) -> list[Node]:
+def _tidy_all(outputs: Sequence[Node], order: list[Node], kept: set,
+              tidier: _Tidier) -> list[Node]:
     shown: dict[Node, Node] = {}
-    for n in topological_order(list(outputs)):
+    for n in order:
         d = tidier.node(n, shown)
         if n in kept and d.args and d.op != "neg":  # one factor, one term: its own line
             tidier.products[d] = (1, [(d, 1)])

@@ -47,6 +47,30 @@ def ops(self, node: Node) -> int:
     return self.costs[node]
 
 
+def chosen_sum(self, terms: list) -> Node:
+    """The sum of `terms`, or of the terms multiplied out where that has fewer operations."""
+    node = self.build_sum(terms)
+    wide = self.expanded(terms) if self.choose else None
+    if wide is not None:
+        other = self.build_sum(wide)
+        if (self.ops(other), self.weight(other)) < (self.ops(node), self.weight(node)):
+            node = other
+    return node
+
+
+def pick(chosen: list, greedy: list, shared: bool, costs) -> list:
+    """The outputs with the local choices, or without them where those have fewer operations
+    (a choice can add operations further up); shared lines take one form for all."""
+    if chosen == greedy:
+        return chosen
+    if not shared:
+        return [a if (costs.ops(a), costs.weight(a)) <= (costs.ops(b), costs.weight(b)) else b
+                for a, b in zip(chosen, greedy)]
+    score = [(sum(costs.ops(d) for d in forms), sum(costs.weight(d) for d in forms))
+             for forms in (chosen, greedy)]
+    return chosen if score[0] <= score[1] else greedy
+
+
 def expanded(self, terms: list) -> list | None:
     """`terms` with each product that has a sum as a factor multiplied out (one sum per
     term, one level), so that like factors cancel and like terms combine; None if no term
@@ -64,10 +88,10 @@ def expanded(self, terms: list) -> list | None:
             continue
         others = factors[:at] + factors[at + 1:]
         inner = self.terms(factors[at][0])
+        k = _mul(c, rc)
         if len(inner) > LIMIT:
             out.append((c, rest))
             continue
-        k = _mul(c, rc)
         for tc, tr in inner:
             if tr is None:
                 out.append((_mul(k, tc), self.build_product(1, others) if others else None))
