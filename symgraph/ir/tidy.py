@@ -10,7 +10,10 @@ a quotient), so the printers need nothing new and shared subexpressions stay sha
 
 One pass in topological order, each node's factor and term lists memoized and capped at
 `LIMIT` entries (a wider operand stays one factor), so the work is linear in the DAG's size and
-never recursive. The result has the original's value wherever the original is finite (up to
+never recursive. Where a node's sum can also be multiplied out (a factor cancelling inside it),
+the form with fewer operations (SymPy's count) is kept; a DAG of up to `_FALLBACK_NODES` nodes
+is also tidied without those local choices, and each output keeps the cheaper of the two
+(ir/tidy_choice.py). The result has the original's value wherever the original is finite (up to
 rounding): ``x*y/y`` shows as ``x``, as SymPy would.
 """
 
