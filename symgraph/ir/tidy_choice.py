@@ -13,6 +13,10 @@ from .tidy_rules import _Q, LIMIT, _mk, _mul
 _EXTRA = {"sqrt": 2}
 
 
+def _exp_of_minus(node: Node) -> bool:
+    return node.op == "exp" and node.args[0].op == "neg"
+
+
 def ops(self, node: Node) -> int:
     """Operations of the printed tree of `node` (iterative, memoized; shared nodes count
     once per use, as in the printed text)."""
@@ -36,8 +40,12 @@ def ops(self, node: Node) -> int:
             c = 0
         elif op == "div" and n.args[0].op == "const" and n.args[1].op == "const":
             c = 1  # a rational: one DIV where it is an exponent, none as a coefficient
-        elif op in ("add", "mul"):
-            c = inner + len(n.args) - 1 + (op == "add" and n.args[0].op == "neg")
+        elif op == "add":  # x - y is one SUB, not ADD and NEG; -x - y is NEG and SUB
+            negs = sum(a.op == "neg" for a in n.args)
+            c = inner + len(n.args) - 1 - negs + all(
+                a.op == "neg" or a.op == "const" and a.value < 0 for a in n.args)
+        elif op == "mul":  # x*exp(-u) is x/exp(u): DIV for MUL and NEG
+            c = inner + len(n.args) - 1 - sum(_exp_of_minus(a) for a in n.args)
         else:
             c = inner + _EXTRA.get(op, 1)
             if (op == "sqrt" or op == "pow" and n.args[1].op == "div") and \
