@@ -10,7 +10,10 @@ a quotient), so the printers need nothing new and shared subexpressions stay sha
 
 One pass in topological order, each node's factor and term lists memoized and capped at
 `LIMIT` entries (a wider operand stays one factor), so the work is linear in the DAG's size and
-never recursive. The result has the original's value wherever the original is finite (up to
+never recursive. Where a node's sum can also be multiplied out (a factor cancelling inside it),
+the form with fewer operations (SymPy's count) is kept; a DAG of up to `_FALLBACK_NODES` nodes
+is also tidied without those local choices, and each output keeps the cheaper of the two
+(ir/tidy_choice.py). The result has the original's value wherever the original is finite (up to
 rounding): ``x*y/y`` shows as ``x``, as SymPy would.
 """
 
@@ -23,6 +26,7 @@ from fractions import Fraction
 from .exact import form_of, power_form
 from .node import Node, const
 from .ops import COMPARISONS
+from .tidy_choice import chosen_sum, expanded, flip_odd, ops, pick
 from .tidy_rules import (
     _ATOMS,
     _HALF,
@@ -43,20 +47,25 @@ from .tidy_rules import (
     _unguard,
     _zero_branch,
     factor_out,
+    split_exponent,
     weight,
 )
 from .traversal import bulk, topological_order
 
 __all__ = ["tidy", "tidy_many", "LIMIT"]
 
+_FALLBACK_NODES = 2000  # DAGs up to this size are also tidied without the local choices
+
 
 class _Tidier:
-    def __init__(self) -> None:
+    def __init__(self, choose: bool = True) -> None:
         self.products: dict[Node, tuple] = {}
         self.sums: dict[Node, list] = {}
         self.contents: dict[Node, tuple] = {}
         self.weights: dict[Node, int] = {}
         self.built: set[Node] = set()  # built by build_product with coefficient 1
+        self.costs: dict[Node, int] = {}
+        self.choose = choose  # multiply factors into sums where that saves operations
 
     # -- reading display nodes back as factor and term lists ----------------------------------
     def constant(self, value: float) -> tuple:
@@ -194,6 +203,7 @@ class _Tidier:
             return const(0.0)
         c = self.normalize_sums(c, merged)
         c = self.rebalance_roots(c, merged)
+        c = self.flip_odd(c, merged)
         upper, lower, symbolic_up, symbolic_down = [], [], [], []
         for base, (e, symbolic) in merged.items():
             if symbolic:  # x**a * x is x**(a + 1)
@@ -346,11 +356,12 @@ class _Tidier:
                                                                                  None)])
                 return self.build_product(k, [(inner, 1)])
         nodes, signs = [], []
-        if len(groups) > 1:
+        while len(groups) > 1:  # a*x + b*x + c*y + d*y is x*(a + b) + y*(c + d)
             factored, groups = self.factor_out(groups)
-            if factored is not None:
-                nodes.append(factored)
-                signs.append(factored.op == "neg")
+            if factored is None:
+                break
+            nodes.append(factored)
+            signs.append(factored.op == "neg")
         for rest, c in groups.items():
             if c == 1 and rest in self.built:  # already in its display form
                 nodes.append(rest)
@@ -367,7 +378,12 @@ class _Tidier:
             nodes.insert(0, nodes.pop(first))
         return nodes[0] if len(nodes) == 1 else _mk("add", *nodes)
     factor_out = factor_out
+    split_exponent = split_exponent
     weight = weight
+    ops = ops
+    expanded = expanded
+    chosen_sum = chosen_sum
+    flip_odd = flip_odd
 
     # -- one original node --------------------------------------------------------------------
     def node(self, n: Node, shown: dict[Node, Node]) -> Node:
@@ -384,18 +400,28 @@ class _Tidier:
                 return guarded
         raw = _mk(op, *args)
         if op in ("add", "mul", "neg", "div", "pow", "sqrt"):
-            return self.build_sum(self.terms(raw))
+            return self.chosen_sum(self.terms(raw))
         return raw
 
 
 @bulk
 def tidy_many(outputs: Sequence[Node], keep: Iterable[Node] = ()) -> list[Node]:
     """The display form of each output; nodes in `keep` stay whole (their own lines in the
-    shared form) instead of merging into the sums and products that use them."""
-    tidier = _Tidier()
+    shared form) instead of merging into the sums and products that use them. The local
+    choices can add operations further up, so the outputs without them are the fallback."""
     kept = set(keep)
+    order = topological_order(list(outputs))
+    chosen = _tidy_all(outputs, order, kept, _Tidier())
+    if len(order) > _FALLBACK_NODES:  # a formula to read, not a 10**4-node one: time first
+        return chosen
+    greedy = _tidy_all(outputs, order, kept, _Tidier(choose=False))
+    return pick(chosen, greedy, bool(kept), _Tidier())
+
+
+def _tidy_all(outputs: Sequence[Node], order: list[Node], kept: set,
+              tidier: _Tidier) -> list[Node]:
     shown: dict[Node, Node] = {}
-    for n in topological_order(list(outputs)):
+    for n in order:
         d = tidier.node(n, shown)
         if n in kept and d.args and d.op != "neg":  # one factor, one term: its own line
             tidier.products[d] = (1, [(d, 1)])

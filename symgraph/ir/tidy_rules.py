@@ -174,8 +174,8 @@ def factor_out(self, groups: dict) -> tuple:
     for _, factors in parts:
         found: dict = {}
         for b, e in factors:
-            key = b if e.__class__ in _Q else (b, e)
-            found[key] = found.get(key, 0) + (e if e.__class__ in _Q else 1)
+            key, e = (b, e) if e.__class__ in _Q else self.split_exponent(b, e)
+            found[key] = found.get(key, 0) + e
         exponents.append(found)
         for key in found:
             count[key] = count.get(key, 0) + 1
@@ -188,11 +188,13 @@ def factor_out(self, groups: dict) -> tuple:
     common = {}
     for key in exponents[subset[0]]:
         values = [exponents[i].get(key) for i in subset]
+        if key.__class__ is not Node:  # u**(a + 1) and u**a: u**a goes out, whole or not
+            if all(v is not None for v in values):
+                common[key] = max(values) if all(v <= 0 for v in values) else min(values)
+            continue
         if any(v is None or v == 0 for v in values):
             continue
-        if key.__class__ is not Node:
-            m = min(values)
-        elif all(v > 0 for v in values):
+        if all(v > 0 for v in values):
             m = min(values)
         elif all(v < 0 for v in values):
             m = max(values)
@@ -208,15 +210,9 @@ def factor_out(self, groups: dict) -> tuple:
         left = dict(common)
         rest = []
         for b, e in factors:
-            key = b if e.__class__ in _Q else (b, e)
+            key, q = (b, e) if e.__class__ in _Q else self.split_exponent(b, e)
             if key in left:
-                if e.__class__ in _Q:
-                    e = e - left.pop(key)
-                else:
-                    left[key] -= 1
-                    if not left[key]:
-                        del left[key]
-                    continue
+                e = q - left.pop(key)  # what a symbolic exponent leaves is a number
             if e != 0:
                 rest.append((b, e))
         coefficient = _mul(items[i][1], rc)
@@ -225,10 +221,21 @@ def factor_out(self, groups: dict) -> tuple:
     inner = self.build_sum(reduced)
     factors = []
     for key, m in common.items():
-        factors.extend([(key, m)] if key.__class__ is Node else [key] * m)
+        factors.extend([(key, m)] if key.__class__ is Node else [key, (key[0], m)])
     node = self.build_product(1, [*factors, (inner, 1)])
     chosen = set(subset)
     return node, {rest: c for i, (rest, c) in enumerate(items) if i not in chosen}
+
+def split_exponent(self, base: Node, e: Node) -> tuple:
+    """``((base, symbolic part), number)`` of a symbolic exponent: ``u**(n*t - 1)`` is
+    ``((u, n*t), -1)``, so that it meets ``u**(n*t)`` as a like factor."""
+    terms = self.terms(e)
+    q = sum(c for c, r in terms if r is None and c.__class__ in _Q)
+    rest = [(c, r) for c, r in terms if not (r is None and c.__class__ in _Q)]
+    if len(rest) == len(terms):
+        return (base, e), 0
+    return (base, self.build_sum(rest)), _norm(q)
+
 
 def weight(self, node: Node) -> int:
     """About how many characters `node` prints as (iterative, memoized)."""
