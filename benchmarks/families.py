@@ -516,10 +516,12 @@ def parse_name(name: str) -> tuple[Family, int]:
     return FAMILIES[family], int(n)
 
 
-def sizes(targets: tuple[int, ...] = TARGETS) -> dict[str, tuple[Family, int, int]]:
-    """Every family at every target it reaches: ``family@n`` -> (target, operation count)."""
+def sizes(targets: tuple[int, ...] = TARGETS, names: list[str] | None = None
+          ) -> dict[str, tuple[int, int]]:
+    """The families `names` (default: all) at every target they reach: ``family@n`` ->
+    (target, operation count)."""
     out = {}
-    for family in FAMILIES.values():
+    for family in (FAMILIES[n] for n in (names or FAMILIES)):
         for target in targets:
             found = size_for(family, target)
             if found is not None:

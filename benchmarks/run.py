@@ -101,14 +101,7 @@ def generated(parser: argparse.ArgumentParser, which: str, sizes: str) -> dict:
         targets = tuple(int(s) for s in sizes.split(","))
     except ValueError:
         parser.error(f"--sizes takes comma-separated integers, not {sizes!r}")
-    found = {}
-    for name in chosen:
-        family = families.FAMILIES[name]
-        for target in targets:
-            size = families.size_for(family, target)
-            if size is not None:
-                found[f"{name}@{size[0]}"] = (target, size[1])
-    return found
+    return families.sizes(targets, chosen)
 
 
 def log(message: str) -> None:
