@@ -116,8 +116,8 @@ def uses_lanes(p: Program) -> bool:
     return len(p.steps) <= MAX_STEPS and work >= MIN_WORK * (len(p.inputs) + len(p.outputs))
 
 
-def segments(p: Program) -> list[list[Step]]:
-    """Steps in a dependency-respecting order, cut into runs of one kind (vector or call).
+def segments(p: Program, vector=is_vector_step) -> list[list[Step]]:
+    """Steps in a dependency-respecting order, cut into runs of one kind (`vector` or call).
 
     Kahn's algorithm with one ready queue per kind, each in program order: drain one kind's
     queue (steps made ready meanwhile join it), then switch kinds while the other has work.
@@ -133,7 +133,7 @@ def segments(p: Program) -> list[list[Step]]:
     ready: dict[bool, list[int]] = {True: [], False: []}
     for k, s in enumerate(p.steps):
         if not waiting[k]:
-            ready[is_vector_step(s)].append(k)
+            ready[vector(s)].append(k)
     kind = True
     runs: list[list[Step]] = []
     while ready[True] or ready[False]:
@@ -147,7 +147,7 @@ def segments(p: Program) -> list[list[Step]]:
             for u in users[k]:
                 waiting[u] -= 1
                 if not waiting[u]:
-                    heapq.heappush(ready[is_vector_step(p.steps[u])], u)
+                    heapq.heappush(ready[vector(p.steps[u])], u)
         runs.append(run)
         kind = not kind
     return runs

@@ -19,8 +19,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ...lower.reduce import RowLayout, lane_copy
-from ...lower.schedule import Program
+from ...lower.schedule import NAME, Program, Step
 from ..common import INDENT, operand_text, step_lines
+from .batch import LIMITED, _slots, is_vector_step, segments, vecmath_calls
+from .cache import runtime_digest
 
 ROWS_PER_CHUNK = 4096  # ~20-100 us of work a chunk: threads share a batch evenly
 # Interleaved rows a chunk runs side by side. Measured on the text's model at 10^6 rows (2-core
@@ -30,6 +32,17 @@ ROWS_PER_CHUNK = 4096  # ~20-100 us of work a chunk: threads share a batch evenl
 LANES = 1
 MAX_LANE_STEPS = 300  # bigger row programs run one row at a time (code size, compile time)
 JIT_NOGIL = '@njit(cache=True, error_model="numpy", nogil=True)'
+RUNTIME = "symgraph.backends.numba.runtime"
+VECMATH = "symgraph.backends.numba.vecmath"
+# Lane kernels (`lane_reduce_lines`): rows a block runs side by side, each slot keeping one
+# accumulator per row of the block; fewer for wide outputs, so that a chunk's accumulators
+# stay within MAX_ACCUMULATORS floats (64 KB of stack, about L1).
+BLOCK = 64
+MIN_BLOCK = 8
+MAX_ACCUMULATORS = 8192
+# Bigger row programs keep the row loop: LLVM's time for a lane kernel grows faster than its
+# gain (as for batch kernels, backends.numba.batch.MAX_STEPS).
+MAX_SUM_STEPS = 600
 
 
 def _data_args(layout: RowLayout) -> str:
@@ -98,13 +111,101 @@ def rows_kernel(p: Program, layout: RowLayout) -> list[str]:
     return lines
 
 
+def _libm(step: Step) -> bool:
+    """Whether a step's vecmath function is exact only in a range (sin, cos): reductions call
+    libm for it (a lane kernel has no fix-up loop for a row's sum)."""
+    return bool(set(vecmath_calls(_render(step, "lanes"))) & set(LIMITED))
+
+
+def _render(step: Step, flavour: str) -> str:
+    return step_lines(Program("", (), (step,), ()), flavour, "")[0]
+
+
+def _vector(step: Step) -> bool:
+    return is_vector_step(step) and not _libm(step)
+
+
+def uses_lane_sums(p: Program) -> bool:
+    return len(p.steps) <= MAX_SUM_STEPS
+
+
+def block_for(width: int) -> int:
+    block = BLOCK
+    while block > MIN_BLOCK and width * block > MAX_ACCUMULATORS:
+        block //= 2
+    return block
+
+
+def lane_reduce_lines(p: Program, layout: RowLayout) -> list[str]:
+    """``NAME_lanes`` (plain Python: a block of rows, one loop per segment of the steps, as in
+    backends.numba.batch), the runtime's ``lane_sums`` of it, and ``NAME_reduce`` calling it
+    for each chunk. Row values of slot k are added into ``_A[k * block + _j]``: one sum per
+    row of the block, which the runtime adds in a fixed tree at the chunk's end."""
+    width, block = len(p.outputs), block_for(len(p.outputs))
+    runs = segments(p, _vector) or [[]]
+    slot = _slots(p, runs, True, True)
+    count = max(slot.values(), default=-1) + 1
+    params = p.inputs[:layout.n_params]
+    column = dict(zip(p.inputs[layout.n_params:], layout.columns()))
+    born = {s.target: k for k, run in enumerate(runs) for s in run}
+    sums: dict[int, list[tuple[int, str]]] = {}
+    for k, (_, o) in enumerate(p.outputs):  # a slot is added where its value is computed
+        sums.setdefault(born.get(o.value, 0) if o.kind == NAME else 0, []).append(
+            (k, operand_text(o)))
+    data = _data_args(layout)
+    used = {o.value for s in p.steps for o in s.operands if o.kind == NAME} | {
+        o.value for _, o in p.outputs if o.kind == NAME}
+    I2 = INDENT * 2
+    lines = [f"def {p.name}_lanes(_p, {data}, _T, _A, _s, _m):",
+             f"{INDENT}# Rows _s .. _s + _m - 1; a value crossing loops lives in _T[slot * "
+             f"{block} + _j], slot k's sum of rows in _A[k * {block} + _j]."]
+    lines += [f"{INDENT}{name} = _p[{i}]" for i, name in enumerate(params) if name in used]
+    for k, run in enumerate(runs):
+        mine = {s.target for s in run}
+        names = [o.value for s in run for o in s.operands if o.kind == NAME] + [
+            o.value for kk, _ in sums.get(k, []) for o in [p.outputs[kk][1]] if o.kind == NAME]
+        reads = [n for n in dict.fromkeys(names) if n not in mine and (n in slot or n in column)]
+        body = [f"{I2}{n} = _T[{slot[n] * block} + _j]" if n in slot else
+                f"{I2}{n} = _d{column[n][0]}[_s + _j, {column[n][1]}]" for n in reads]
+        body += [I2 + _render(s, "nb" if _libm(s) else "lanes") for s in run]
+        body += [f"{I2}_T[{slot[s.target] * block} + _j] = {s.target}" for s in run
+                 if s.target in slot]
+        body += [f"{I2}_A[{kk * block} + _j] += {o}" for kk, o in sums.get(k, [])]
+        if body:
+            lines += [f"{INDENT}for _j in range(_m):", *body]
+    checks = [f"_p.shape[0] < {layout.n_params}", f"_ACC.shape[1] != {width}",
+              "_ACC.shape[0] < _c1"] + [f"_d{g}.shape[1] != {w}" for g, w in
+                                        enumerate(layout.widths)] + [
+        f"_d{g}.shape[0] != _d0.shape[0]" for g in range(1, layout.n_data)]
+    columns = ", ".join(map(str, layout.widths)) + ("," if layout.n_data == 1 else "")
+    return lines + [
+        "", "", f"_{p.name}_sums = lane_sums({p.name}_lanes, slots={count * block}, "
+        f"block={block}, chunk={ROWS_PER_CHUNK}, width={width}, columns=({columns}))", "", "",
+        JIT_NOGIL, f"def {p.name}_reduce(_p, {data}, _ACC, _c0, _c1):",
+        f"{INDENT}if {' or '.join(checks)}:",
+        f'{I2}raise ValueError("{p.name}_reduce: arrays of the wrong shapes")',
+        f"{INDENT}for _c in range(_c0, _c1):",
+        f"{I2}_{p.name}_sums(_p, ({data},), _ACC, _c)  # {p.name}_lanes on each block of "
+        f"{block} rows"]
+
+
 def emit_numba_reduce(programs: Sequence[Program], layout: RowLayout, title: str,
                       version: str) -> str:
+    kernels = [(lane_reduce_lines(p, layout) if uses_lane_sums(p) else reduce_kernel(p, layout))
+               + ["", "", *rows_kernel(p, layout)] for p in programs]
+    code = "\n".join(line for k in kernels for line in k)
+    vector = sorted(vecmath_calls(code))
     lines = ['"""' + title, "", f"Generated by symgraph {version}; regenerate rather than edit.",
-             "NAME_reduce sums each chunk's rows of every output slot into _ACC[chunk];",
-             "NAME_rows writes every row's slots into _OUT.", '"""', "", "import math", "",
-             "import numpy as np", "from numba import njit", "",
-             f"ROWS_PER_CHUNK = {ROWS_PER_CHUNK}"]
-    for p in programs:
-        lines += ["", "", *reduce_kernel(p, layout), "", "", *rows_kernel(p, layout)]
+             "NAME_reduce sums each chunk's rows of every output slot into _ACC[chunk]",
+             "(NAME_lanes on blocks of rows, compiled by symgraph's Numba runtime, where it is",
+             "there); NAME_rows writes every row's slots into _OUT.", '"""', "", "import math", "",
+             "import numpy as np", "from numba import njit", ""]
+    if "lane_sums(" in code:
+        lines += [f"from {RUNTIME} import lane_sums",
+                  *([f"from {VECMATH} import {', '.join(vector)}"] if vector else []), "",
+                  f"# runtime {runtime_digest()}: Numba's cache of this file is of that runtime",
+                  ""]
+    lines += [f"ROWS_PER_CHUNK = {ROWS_PER_CHUNK}"]
+    for k in kernels:
+        lines += ["", "", *k]
     return "\n".join(lines) + "\n"

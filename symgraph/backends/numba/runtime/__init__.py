@@ -90,6 +90,7 @@ if LOWERED:
 
     from . import lanes as _lanes
     from . import lowering as _lowering
+    from . import sums as _sums
     from .claims import fetch_add, load_acquire
 else:  # said at first use (`_plain`), where a warning reaches whoever compiles
     fetch_add, load_acquire = plain.claims()
@@ -205,6 +206,35 @@ def lane_loops(lanes: Callable, steps: Callable, slots: int, block: int, chunk: 
             constant = {name: width for name, width in widths.items() if layouts[name] == "C"}
             return types.void(x, out, c), lambda *lowering: _lanes.lower_lanes(
                 loops, fixup, slots, block, chunk, constant, *lowering)
+        return None
+
+    typer.__name__ = lanes.__name__
+    return intrinsic(typer)
+
+
+def lane_sums(lanes: Callable, slots: int, block: int, chunk: int, width: int,
+              columns: tuple[int, ...]) -> Any:
+    """What ``NAME_reduce`` calls for chunk c: an intrinsic (P, D, ACC, c) -> None, D the tuple
+    of data arrays, that runs the loops of `lanes` (backends.numba.reduce) on each block of
+    `block` rows of chunk c (rows c*chunk .. c*chunk + chunk - 1) as loops in LLVM IR, with
+    `slots` floats of scratch ``_T`` and ``width * block`` accumulators ``_A`` on the stack,
+    and stores each output slot's sum of the chunk's rows in ACC[c] (`sums`). `columns` are
+    the data arrays' row lengths (constant strides for C-contiguous ones). Without the
+    lowering: the same loops, compiled by Numba (`plain.sums_kernel`)."""
+    if _plain():
+        return plain.sums_kernel(lanes, slots, block, chunk, width)
+
+    def typer(typingctx, p, d, acc, c):
+        if (isinstance(p, types.Array) and isinstance(d, types.BaseTuple)
+                and all(isinstance(a, types.Array) and a.ndim == 2 for a in d)
+                and isinstance(acc, types.Array) and acc.ndim == 2
+                and isinstance(c, types.Integer)):
+            if not check():
+                return types.void(p, d, acc, c), _compiled(
+                    plain.sums_python(lanes, slots, block, chunk, width))
+            body = _lowering.steps_body(lanes)
+            return types.void(p, d, acc, c), lambda *lowering: _sums.lower_sums(
+                body, slots, block, chunk, width, columns, *lowering)
         return None
 
     typer.__name__ = lanes.__name__

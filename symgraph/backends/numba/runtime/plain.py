@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
 from numba import njit
 
 
@@ -33,6 +34,36 @@ def rows_python(steps: Callable, chunk: int) -> Callable:
 def rows_kernel(steps: Callable, chunk: int) -> Callable:
     """`rows_python`, compiled."""
     return njit(error_model="numpy", nogil=True)(rows_python(steps, chunk))
+
+
+def sums_python(lanes: Callable, slots: int, block: int, chunk: int, width: int
+                ) -> Callable:
+    """(P, D, ACC, c) -> None: `lanes` on each block of chunk c's rows, then each output
+    slot's `block` accumulators added pairwise, neighbours first, into ACC[c] (the order of
+    runtime.sums). `lanes` runs compiled: plain Python over Numba's njit."""
+    step = njit(error_model="numpy")(lanes)
+
+    def sums(P, D, ACC, c):
+        T = np.zeros(max(1, slots))
+        A = np.zeros(width * block)
+        lo = c * chunk
+        hi = min(D[0].shape[0], lo + chunk)
+        for s in range(lo, hi, block):
+            step(P, *D, T, A, s, min(block, hi - s))
+        for k in range(width):
+            stride = 1
+            while stride < block:
+                for j in range(k * block, (k + 1) * block - stride, 2 * stride):
+                    A[j] += A[j + stride]
+                stride *= 2
+            ACC[c, k] = A[k * block]
+
+    return sums
+
+
+def sums_kernel(lanes: Callable, slots: int, block: int, chunk: int, width: int) -> Callable:
+    """`sums_python`, compiled."""
+    return njit(error_model="numpy", nogil=True)(sums_python(lanes, slots, block, chunk, width))
 
 
 def claims() -> tuple[Callable, Callable]:
