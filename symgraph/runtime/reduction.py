@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from ..backends.numba.cache import Entry
 from ..backends.reduce import REDUCE_EMITTERS
 from ..frontends.coerce import as_expression, as_symbols
 from ..ir.node import Node
@@ -172,6 +173,7 @@ class ReducedFunction:
         self.rows_per_chunk = int(self.module.ROWS_PER_CHUNK)
         self._m, self._k = len(self.outputs), len(self.wrt)
         self._hessian_function: ReducedFunction | None = None
+        self._kernels: dict[str, Any] = {}
 
     # -- inputs ---------------------------------------------------------------------------------
     def prepare(self, params: Any, data: Sequence[Any]) -> tuple[np.ndarray, list[np.ndarray]]:
@@ -204,6 +206,20 @@ class ReducedFunction:
                             f"{'scalar' if product.scalar_only else 'vector'} expression")
         return product
 
+    def _kernel(self, name: str, width: int) -> Any:
+        """The module's function `name` (``value_reduce``...); a Numba one through its entry
+        point (backends.numba.cache: loaded from the cache without Numba's per-process set-up,
+        called without its type resolution) for the types `prepare` gives."""
+        kernel = self._kernels.get(name)
+        if kernel is None:
+            kernel = getattr(self.module, name)
+            if self.backend == "numba":
+                data = [np.empty((0, len(g))) for g in self.data]
+                tail = (0, 0) if name.endswith("_reduce") else ()
+                kernel = Entry(kernel, (np.empty(0), *data, np.empty((0, width)), *tail))
+            self._kernels[name] = kernel
+        return kernel
+
     def sums(self, product: Product, p: np.ndarray, arrays: list[np.ndarray]) -> np.ndarray:
         """`product`'s output slots summed over the rows (prepared inputs)."""
         rows = arrays[0].shape[0]
@@ -211,7 +227,7 @@ class ReducedFunction:
         chunks = -(-rows // self.rows_per_chunk)
         acc = np.empty((chunks, width))
         if rows:
-            kernel = getattr(self.module, product.name + "_reduce")
+            kernel = self._kernel(product.name + "_reduce", width)
             run_parts(lambda a, b: kernel(p, *arrays, acc, a, b), chunks,
                       threads_for(self.backend, chunks))
         return pairwise_sum(acc)
@@ -224,7 +240,7 @@ class ReducedFunction:
             width = len(self.programs[self.products.index(product)].outputs)
             out = np.empty((rows, width))
             if rows:
-                kernel = getattr(self.module, product.name + "_rows")
+                kernel = self._kernel(product.name + "_rows", width)
                 run_parts(lambda a, b: kernel(p, *[d[a:b] for d in arrays], out[a:b]), rows,
                           threads_for(self.backend, rows // self.rows_per_chunk))
             return out
