@@ -8,7 +8,7 @@ symgraph static (a None batch dimension: a loop over rows), symgraph dynamic, TF
 Every cell runs in its own process (threads are set before the framework loads). Everything
 computes in float64 (JAX with jax_enable_x64), one gradient-descent step of lr 0.01 a step.
 symgraph's setup is shown cold (an empty kernel cache: Numba compiles) and warm (a second
-process, the same cache). Writes benchmarks/results/batch_axis.md and prints it.
+process, the same cache). Writes benchmarks/results/batch_axis.md (or --out) and prints it.
 """
 
 from __future__ import annotations
@@ -243,6 +243,8 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 100_000, 1_000_000])
     parser.add_argument("--frameworks", nargs="+", default=FRAMEWORKS)
     parser.add_argument("--threads", type=int, nargs="+", default=[1, os.cpu_count() or 1])
+    parser.add_argument("--out", type=Path, default=RESULTS,
+                        help="the table's file (default: benchmarks/results/batch_axis.md)")
     args = parser.parse_args()
     rows = []
     for model in MODELS:
@@ -276,8 +278,8 @@ def main() -> None:
             step = min(cold["step"], warm["step"]) if warm else cold["step"]
             text += f" {setup} | {step * 1e3:.3f} |"
         lines.append(text)
-    RESULTS.parent.mkdir(exist_ok=True)
-    RESULTS.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    args.out.parent.mkdir(exist_ok=True)
+    args.out.write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("\n".join(lines))
 
 

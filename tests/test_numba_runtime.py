@@ -41,7 +41,10 @@ CHILD = textwrap.dedent("""
         fn = sg.compile(expr, [x, y], cache_dir=sys.argv[1])
         rows = np.array([np.r_[fn.value_and_grad(*p)] for p in X])
         values, grads = fn.value_and_grad(X)
+        summed = sg.compile(expr, [x], data=[y], reduce="sum", cache_dir=sys.argv[1])
+        total = np.r_[summed.value_and_grad([0.3], X[:, 1])]
     print(json.dumps({{
+        "sums": [v.hex() for v in total],
         "rows": [v.hex() for v in rows.ravel()],
         "batch": [v.hex() for v in np.c_[values, grads].ravel()],
         "warnings": [str(w.message) for w in caught if w.category is RuntimeWarning],
@@ -69,7 +72,10 @@ def lowered():
     X = np.array(POINTS)
     rows = np.array([np.r_[fn.value_and_grad(*p)] for p in X])
     values, grads = fn.value_and_grad(X)
-    return {"rows": [v.hex() for v in rows.ravel()],
+    # A reduction's lane kernel (runtime.lane_sums): 306 rows, the last block short.
+    summed = sg.compile(namespace["expr"], [namespace["x"]], data=[namespace["y"]], reduce="sum")
+    total = np.r_[summed.value_and_grad([0.3], X[:, 1])]
+    return {"rows": [v.hex() for v in rows.ravel()], "sums": [v.hex() for v in total],
             "batch": [v.hex() for v in np.c_[values, grads].ravel()], "fn": fn}
 
 
@@ -91,6 +97,7 @@ def test_a_missing_internal_falls_back_to_plain_njit_with_a_warning_and_the_same
                for w in result["warnings"]), result["warnings"]
     assert result["rows"] == lowered["rows"]  # plain @njit of the steps: the same bits
     assert result["batch"] == lowered["rows"]  # the batch, row by row: the row kernel's bits
+    assert result["sums"] == lowered["sums"]  # a reduction's lanes as plain njit loops
 
 
 def test_a_failed_check_falls_back_to_plain_njit_with_a_warning_and_the_same_numbers(
@@ -104,6 +111,7 @@ def test_a_failed_check_falls_back_to_plain_njit_with_a_warning_and_the_same_num
     assert any("check failed" in w for w in result["warnings"]), result["warnings"]
     assert result["rows"] == lowered["rows"]  # ...but the kernels compiled without them
     assert result["batch"] == lowered["rows"]
+    assert result["sums"] == lowered["sums"]
 
 
 def test_lane_batches_agree_with_the_row_kernel(lowered):
