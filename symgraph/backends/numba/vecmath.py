@@ -32,7 +32,7 @@ import math
 from numba import njit
 
 from ...ir.cuberoot import cbrt as _cbrt
-from .runtime.bits import _bits, _float, _where  # the adapter's (Numba internals)
+from .runtime.bits import _bits, _float, _mul_error, _where  # the adapter's (Numba internals)
 
 # Adding 1.5 * 2**52 rounds |y| < 2**51 to an integer held in the low bits of the sum: avoids
 # float<->int64 conversions, which AVX2 lacks as vector instructions.
@@ -155,24 +155,19 @@ def vexpm1(x: float) -> float:
 @njit(error_model="numpy", forceinline=True)
 def vtanh(x: float) -> float:
     """tanh(x) = -m / (2 + m) with m = expm1(-2|x|) as a double-double from `_expm1_kernel`, and
-    the quotient corrected once with an exact (Dekker) product: no cancellation at any x.
+    the quotient corrected once with an exact product (q * d - p by one fused multiply-add,
+    `_mul_error`: the value of Dekker's split, in one instruction): no cancellation at any x.
     Max error 0.72 ulp (40,000 points vs mpmath)."""
     a = _where(abs(x) > 20.0, 20.0, abs(x))  # tanh(20) rounds to 1; nan stays nan
     m_hi, m_lo, s1, s2 = _expm1_kernel(-2.0 * a)
-    m_hi = m_hi * s1 * s2  # exact: 2**n >= 2**-58
-    m_lo = m_lo * s1 * s2
+    scale = s1 * s2  # 2**n >= 2**-58, exact: so are the products
+    m_hi = m_hi * scale
+    m_lo = m_lo * scale
     d = 2.0 + m_hi  # 2 + m in double-double (|m| < 1)
     d_lo = ((2.0 - d) + m_hi) + m_lo
     q = m_hi / d
-    # q * d exactly as p + p_err (Dekker's split into 26-bit halves)
-    h = 134217729.0 * q
-    q1 = h - (h - q)
-    q2 = q - q1
-    h = 134217729.0 * d
-    d1 = h - (h - d)
-    d2 = d - d1
-    p = q * d
-    p_err = ((q1 * d1 - p) + q1 * d2 + q2 * d1) + q2 * d2
+    p = q * d  # q * d exactly as p + p_err
+    p_err = _mul_error(q, d, p)
     q = q + ((((m_hi - p) - p_err) + m_lo) - q * d_lo) / d
     t = _where(x < 0.0, q, -q)
     return _where(x == 0.0, x, t)  # keeps -0.0

@@ -1,4 +1,5 @@
-"""The select and bit casts vecmath's functions are built of, each one LLVM instruction.
+"""The select, bit casts and exact product error vecmath's functions are built of, each one
+LLVM instruction.
 
 Part of the runtime adapter (they are intrinsics: llvmlite's builder, Numba's contexts). When
 the adapter cannot use Numba's internals, they are plain ``@njit`` functions with the same
@@ -36,6 +37,14 @@ if LOWERED:
             return builder.bitcast(args[0], context.get_value_type(types.float64))
         return types.float64(types.int64), codegen
 
+    @intrinsic
+    def _mul_error(typingctx, a, b, p):
+        """a * b - p, exactly when p is a * b rounded (one fused multiply-add: LLVM's fma, a
+        vector instruction with FMA hardware, correctly rounded libm's fma without)."""
+        def codegen(context, builder, sig, args):
+            return builder.fma(args[0], args[1], builder.fneg(args[2]))
+        return types.float64(types.float64, types.float64, types.float64), codegen
+
 else:
     import numpy as np
 
@@ -50,3 +59,14 @@ else:
     @njit(error_model="numpy", forceinline=True)
     def _float(n):
         return np.full(1, n, np.int64).view(np.float64)[0]
+
+    @njit(error_model="numpy", forceinline=True)
+    def _mul_error(a, b, p):
+        # Dekker's exact product (splits into 26-bit halves): the same value as the fma
+        h = 134217729.0 * a
+        a1 = h - (h - a)
+        a2 = a - a1
+        h = 134217729.0 * b
+        b1 = h - (h - b)
+        b2 = b - b1
+        return ((a1 * b1 - p) + a1 * b2 + a2 * b1) + a2 * b2
