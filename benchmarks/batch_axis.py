@@ -193,17 +193,18 @@ def worker(framework: str, model: str, n: int) -> dict:
 
         numba.set_num_threads(int(os.environ["BENCH_THREADS"]))
     x, y = data(model, n)
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     step = MAKERS[framework](model, x, y)
     first = step()
-    setup = time.perf_counter() - start
+    setup, setup_cpu = time.perf_counter() - start, time.process_time() - cpu
     repeats = max(5, min(200, int(3e6 // (n * (1 if model == "text" else 8)))))
     times, last = [], first
     for _ in range(repeats):
         t = time.perf_counter()
         last = step()
         times.append(time.perf_counter() - t)
-    return {"setup": setup, "step": statistics.median(times), "loss0": first, "loss": last}
+    return {"setup": setup, "setup_cpu": setup_cpu, "step": statistics.median(times),
+            "loss0": first, "loss": last}
 
 
 def run_cell(framework: str, model: str, n: int, threads: int, cache: str) -> dict | None:
@@ -263,20 +264,25 @@ def main() -> None:
     lines = [f"Run {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on {platform.machine()}, "
              f"{os.cpu_count()} cores ({platform.processor() or platform.platform()}); "
              f"{versions()}. Median step; setup = graph to the end of the first step "
-             "(symgraph: cold cache / warm cache). float64 everywhere.", ""]
+             "(symgraph: cold cache / warm cache), in wall time and in the process's CPU "
+             "time (what other jobs on the machine do not inflate). float64 everywhere. "
+             f"Load average (1, 5, 15 min) at the end: {os.getloadavg()[0]:.1f}, "
+             f"{os.getloadavg()[1]:.1f}, {os.getloadavg()[2]:.1f}.", ""]
     head = "| model | N | framework |" + "".join(
-        f" setup s ({t} thr) | step ms ({t} thr) |" for t in args.threads)
-    lines += [head, "|" + " --- |" * (3 + 2 * len(args.threads))]
+        f" setup s ({t} thr) | setup CPU s ({t} thr) | step ms ({t} thr) |"
+        for t in args.threads)
+    lines += [head, "|" + " --- |" * (3 + 3 * len(args.threads))]
     names = {"text": "text's W*x+b", "mlp": "MLP 4-8-1 tanh"}
     for model, n, framework, cells in rows:
         text = f"| {names[model]} | {n:,} | {framework} |"
         for cold, warm in cells:
             if cold is None:
-                text += " - | - |"
+                text += " - | - | - |"
                 continue
             setup = f"{cold['setup']:.2f}" + (f" / {warm['setup']:.2f}" if warm else "")
+            cpu = f"{cold['setup_cpu']:.2f}" + (f" / {warm['setup_cpu']:.2f}" if warm else "")
             step = min(cold["step"], warm["step"]) if warm else cold["step"]
-            text += f" {setup} | {step * 1e3:.3f} |"
+            text += f" {setup} | {cpu} | {step * 1e3:.3f} |"
         lines.append(text)
     args.out.parent.mkdir(exist_ok=True)
     args.out.write_text("\n".join(lines) + "\n", encoding="utf-8")
