@@ -6,11 +6,21 @@ C-contiguous float64 array per data group (rows by columns), ``_ACC`` of shape (
 and a range of chunks; chunk c is rows ``[c * ROWS_PER_CHUNK, (c + 1) * ROWS_PER_CHUNK)``, and
 ``_ACC[c]`` gets its sums. Threads take ranges of whole chunks (runtime.reduction: the kernels
 release the GIL; Numba's ``parallel=True`` prange cost 4x the compile time, 1.2 s -> 5 s, for
-the same loop). Within a chunk, `LANES` interleaved rows may keep independent accumulators
-(summed in a fixed order at the chunk's end; one lane now, see LANES). The partition depends
-on the number of rows only, and runtime.reduction combines the chunks' sums pairwise: the
-same bits whatever the number of threads. ``NAME_rows(_p, _d0, ..., _OUT)`` writes
-each row's slots instead (per-row outputs; threads take slices of rows).
+the same loop).
+
+Row programs of up to MAX_SUM_STEPS steps run as lane kernels (`lane_reduce_lines`): a chunk
+is cut into blocks of `BLOCK` rows, and each segment of the steps (backends.numba.batch's
+`segments`: runs of vector steps, or of libm calls) is one loop over the block, which LLVM
+vectorises across rows; exp, log, tanh, erf... are vecmath's (sin and cos call libm here: a
+sum has no fix-up loop for vecmath's limited range). Each output slot keeps one sum per row of
+the block (``_A[k * BLOCK + j]``), added in a fixed tree at the chunk's end; the loops are
+emitted as LLVM IR by the runtime (``lane_sums``, runtime.sums), the parameters loaded once a
+chunk. MLP 4-8-1, 10^5 rows, value and 49 gradients: 32.7 ms a step with libm's tanh in a
+row loop, 1.9 ms as lanes. Bigger programs keep the row loop (`reduce_kernel`, where `LANES`
+interleaved rows may keep independent accumulators; one lane now). Either way the partition
+depends on the number of rows only, and runtime.reduction combines the chunks' sums pairwise:
+the same bits whatever the number of threads. ``NAME_rows(_p, _d0, ..., _OUT)`` writes each
+row's slots instead (per-row outputs; threads take slices of rows).
 No fastmath: IEEE semantics, as in the other kernels.
 """
 
