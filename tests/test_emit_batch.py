@@ -159,10 +159,15 @@ def test_lane_batch_equals_row_kernel(name, use_kernel):
 
 
 def test_batch_kernel_choice_and_the_api_on_awkward_inputs(use_kernel):
-    # Tiny programs keep the per-point loop over the row kernel; mid-size ones get lanes.
-    expr, args = corpus.polynomial()
-    assert not uses_lanes(build_programs([expr], args, args, True, False)[1])
+    # Programs without a vector step keep the per-point loop over the row kernel; any other
+    # gets lanes, tiny ones too (the polynomial's 3 steps), and wide rows a smaller block.
     x, y = sg.symbols("x y")
+    expr, args = corpus.polynomial()
+    assert uses_lanes(build_programs([expr], args, args, True, False)[1])
+    assert not uses_lanes(build_programs([apply("atan", x)], [x], [x], False, False)[0])
+    wide = sg.symbols(" ".join(f"w{k}" for k in range(150)))
+    p = build_programs([apply("add", *[w * w for w in wide])], wide, wide, True, False)[1]
+    assert uses_lanes(p) and "block=16" in "\n".join(batch_kernel_lines(p))
     expr = apply("add", *[(x * k + y) ** 2 / (1 + y * y) for k in range(1, 12)]) + apply(
         "atan", x * y)  # libm in lanes too (no vecmath form): batches equal rows bit for bit
     mid = build_programs([expr], [x, y], [x, y], True, False)[1]

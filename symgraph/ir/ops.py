@@ -299,6 +299,7 @@ _func("softplus", lambda x: np.maximum(x, 0.0) + np.log1p(np.exp(-np.abs(x))),
       lambda x, out: x.call("sigmoid"),
       py="(({0} if {0} > 0.0 else 0.0) + math.log1p(math.exp(-abs({0}))))",
       np_="(np.maximum({0}, 0.0) + np.log1p(np.exp(-np.abs({0}))))",
+      lanes="(({0} if {0} > 0.0 else 0.0) + vlog1p(vexp(-abs({0}))))",
       latex=r"\operatorname{{softplus}}\left({0}\right)", sympy=lambda sp, x: sp.log(1 + sp.exp(x)),
       finite=True)
 
