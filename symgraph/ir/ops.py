@@ -170,7 +170,8 @@ _op("div", 2, np.divide, lambda a, out: (1.0 / a[1], -out / a[1]), "{0} / {1}", 
     latex=r"\frac{{{0}}}{{{1}}}", sympy=lambda sp, a, b: a / b, infix="/", precedence=PREC_MUL,
     domain=(DEFAULT_DOMAIN, (0.5, 3.0)), title="Divide", vectorises=True)
 _op("pow", 2, np.power, _pow_partials, _pow_template("math.pow({0}, {1})"),
-    _pow_template("np.power({0}, {1})"), _pow_template("{0} ** {1}"), latex="{{{0}}}^{{{1}}}",
+    _pow_template("np.power({0}, {1})"), _pow_template("{0} ** {1}"),
+    lanes=_pow_template("vpow({0}, {1})"), latex="{{{0}}}^{{{1}}}",
     cost=TRANSCENDENTAL,  # small integer powers are multiplications: see schedule's cost
     sympy=lambda sp, a, b: a**b, infix="**", precedence=PREC_POW,
     domain=((0.2, 3.0), (-2.0, 2.0)), title="Power", integer_powers=True,

@@ -7,7 +7,7 @@ SLOT_BYTES) and runs each *segment* of the program (a run of steps) as one loop 
 
 * segments of arithmetic only (``+ - * /``, small integer powers, ``sqrt``, comparisons...) are
   loops LLVM vectorises across points, AVX2/AVX-512 wide;
-* so are exp, log, tanh, erf, sigmoid, softplus, expm1, log1p, sin and cos: lane code calls
+* so are exp, log, pow, tanh, erf, sigmoid, softplus, expm1, log1p, sin and cos: lane code calls
   symgraph.backends.numba.vecmath's ``vexp``, ``vlog``... (the op table's ``lanes`` templates),
   straight-line code that the runtime's lowering inlines from vecmath itself;
 * segments holding libm calls stay scalar, but their iterations are independent points, so the
@@ -33,9 +33,11 @@ same IEEE operation on the same operands (reordering steps changes nothing; no f
 FMA contraction or reassociation), and a vecmath function, like libm, is within an ulp of the
 true value (the two may round differently). Only the payload or sign of a NaN may differ, which
 IEEE 754 leaves unspecified and which no op can turn into a non-NaN. vsin/vcos are exact only
-for arguments up to vecmath.SIN_COS_LIMIT: the lane code sets a point's flag ``_F[_j]`` where
-``abs(argument) > limit`` (vectorised), and a last loop recomputes the flagged points with the
-row kernel's steps (libm; nan arguments give nan either way). So a point's result never
+for arguments up to vecmath.SIN_COS_LIMIT, vpow (x**y but small integer powers) only for
+finite x > 0 and y with |y log x| <= vecmath.POW_LIMIT: the lane code sets a point's flag
+``_F[_j]`` where an argument is outside (``abs(argument) > limit``, ``vpowoff(x, y)``;
+vectorised), and a last loop recomputes the flagged points with the row kernel's steps (libm;
+nan arguments give nan either way). So a point's result never
 depends on the other points of its batch. Programs without a vector step, and large ones
 (MAX_STEPS: Numba's compile time of the lane kernel grows faster than its gain), keep the
 per-point loop over the row kernel.
@@ -90,9 +92,11 @@ MIN_BLOCK = 16
 # Ops whose Numba template is arithmetic, an LLVM intrinsic (sqrt, fabs, floor) or a select
 # (the table's `vectorises`): loops of them vectorise. So do ops with a `lanes` template
 # (vecmath), and small integer powers (products). Everything else calls libm and stays scalar.
-# vecmath functions exact only up to vecmath.SIN_COS_LIMIT (checked at run time, see above).
-LIMITED = ("vsin", "vcos")
+# vecmath functions exact only in a range (checked at run time, see above): the flag of a
+# point where the step's lane value is not to be trusted, on the step's operands.
 SIN_COS_LIMIT = 5.0e7  # vecmath.SIN_COS_LIMIT (a test checks); vecmath itself imports Numba
+LIMITED = {"vsin": f"abs({{0}}) > {SIN_COS_LIMIT!r}", "vcos": f"abs({{0}}) > {SIN_COS_LIMIT!r}",
+           "vpow": "vpowoff({0}, {1})"}
 
 I1, I2 = INDENT, INDENT * 2
 
@@ -225,8 +229,12 @@ def lane_kernel_lines(p: Program) -> list[str]:
     def loop(body: list[str]) -> list[str]:
         return [f"{I1}for _j in range(_m):", *body] if body else []
 
-    limited = {s.target for s in p.steps if any(f in LIMITED for f in vecmath_calls(
-        OPS[s.op].render("lanes", [operand_text(o) for o in s.operands])))}
+    def flags(s: Step) -> list[str]:
+        operands = [operand_text(o) for o in s.operands]
+        return [LIMITED[f].format(*operands) for f in vecmath_calls(OPS[s.op].render(
+            "lanes", operands)) if f in LIMITED]
+
+    limited = {s.target for s in p.steps if flags(s)}
     lines = [f"def {p.name}_lanes(_X, _OUT, _T{', _F' if limited else ''}, _s, _m):",
              f"{I1}# Points _s .. _s + _m - 1; a value crossing segments lives in _T[slot * "
              f"{block} + _j]."]
@@ -242,8 +250,8 @@ def lane_kernel_lines(p: Program) -> list[str]:
         body = [f"{I2}{name} = {cell(name) if name in slot else f'_X[_s + _j, {column[name]}]'}"
                 for name in reads]
         body += step_lines(replace(p, steps=tuple(run)), "lanes", I2)
-        body += [f"{I2}_F[_j] |= abs({operand}) > {SIN_COS_LIMIT!r}" for operand in
-                 dict.fromkeys(operand_text(s.operands[0]) for s in run if s.target in limited)]
+        body += [f"{I2}_F[_j] |= {flag}" for flag in
+                 dict.fromkeys(flag for s in run if s.target in limited for flag in flags(s))]
         body += [f"{I2}{cell(s.target)} = {s.target}" for s in run if s.target in slot]
         if direct_out:
             body += [f"{I2}_OUT[_s + _j, {k}] = {o}" for k, o in enumerate(results)
