@@ -268,3 +268,34 @@ def test_vpow_within_one_ulp_of_mpmath_where_vpowoff_is_false_and_vectorises():
         asm = _pow_loop.inspect_asm(_pow_loop.signatures[0])
         assert re.findall(r"\bv(?:mul|add|sub)pd\s+[^\n]*%[yz]mm", asm)
         assert not re.search(r"call[^\n]*(pow|exp|log)", asm)
+
+
+@njit(error_model="numpy")
+def _hypot_loop(x, y, out):
+    for j in range(x.size):
+        out[j] = vm.vhypot(x[j], y[j])
+
+
+def test_vhypot_within_one_ulp_of_mpmath_with_numpys_edges():
+    rng = np.random.default_rng(RNG_SEED + 6)
+    x = signed(rng, np.concatenate([log_uniform(rng, 1e-320, 1e308, 1500),
+                                    rng.uniform(0.0, 3.0, 500)]))
+    with np.errstate(over="ignore"):  # some y overflow to inf: hypot is inf there
+        y = np.concatenate([x[:1000] * log_uniform(rng, 1e-17, 1e17, 1000),
+                            signed(rng, log_uniform(rng, 1e-320, 1e300, 1000))])
+    out = np.empty_like(x)
+    _hypot_loop(x, y, out)
+    worst = 0.0
+    for a, b, v in zip(x.tolist(), y.tolist(), out.tolist()):
+        t = mpmath.sqrt(mpmath.mpf(a) ** 2 + mpmath.mpf(b) ** 2)
+        if math.isinf(float(t)):
+            assert v == math.inf
+            continue
+        e = math.frexp(float(t))[1]
+        worst = max(worst, float(abs(mpmath.mpf(v) - t) / max(2.0 ** (e - 53), 2.0 ** -1074)))
+    assert worst <= 0.6, worst
+    a, b = (g.ravel() for g in np.meshgrid(EDGES, EDGES))
+    out = np.empty_like(a)
+    _hypot_loop(a, b, out)
+    with np.errstate(over="ignore"):
+        assert same(out, np.hypot(a, b))

@@ -343,7 +343,7 @@ def _hypot_partials(a, out):
 _op("hypot", 2, np.hypot, _hypot_partials,
     # Python's math.hypot is its own algorithm, not libm's (NumPy's and Numba's): one point
     # uses NumPy's too, so rows, batches and backends agree bit for bit.
-    "_hypot({0}, {1})", "np.hypot({0}, {1})", nb="math.hypot({0}, {1})",
+    "_hypot({0}, {1})", "np.hypot({0}, {1})", nb="math.hypot({0}, {1})", lanes="vhypot({0}, {1})",
     np_prelude=(_HYPOT_PRELUDE,), cost=TRANSCENDENTAL,
     latex=r"\sqrt{{{0}^2 + {1}^2}}", sympy=lambda sp, a, b: sp.sqrt(a**2 + b**2),
     smooth=False, finite=True)  # a kink at the origin
