@@ -24,9 +24,9 @@ import math
 import numpy as np
 from numba import njit
 
-from symgraph.backends.numba.runtime import fetch_add, load_acquire, straight_line
+from symgraph.backends.numba.runtime import fetch_add, lane_loops, load_acquire, straight_line
 
-# runtime 3e86ff7960c5100aebec3229: Numba's cache of this file is of that runtime
+# runtime bfdcc35456107f669116d5e2: Numba's cache of this file is of that runtime
 
 
 def value_steps(_x, _out):
@@ -48,16 +48,30 @@ def value_row(_x, _out):
     _value_steps(_x, _out)
 
 
+def value_lanes(_X, _OUT, _T, _s, _m):
+    # Points _s .. _s + _m - 1; a value crossing segments lives in _T[slot * 64 + _j].
+    for _j in range(_m):
+        W = _X[_s + _j, 0]
+        x = _X[_s + _j, 2]
+        b = _X[_s + _j, 1]
+        y_true = _X[_s + _j, 3]
+        t0 = W * x
+        t1 = t0 + b - y_true  # W*x + b - y_true
+        f = t1 * t1
+        _OUT[_s + _j, 0] = f
+
+
+_value_lanes = lane_loops(value_lanes, value_steps, slots=64, block=64, chunk=2048, widths={'_X': 4, '_OUT': 1})
+
+
 @njit(cache=True, error_model="numpy", nogil=True)
 def value_chunks(_X, _OUT, _claims):
-    if _OUT.shape[0] != _X.shape[0] or _X.shape[1] < 4 or _OUT.shape[1] < 1:
+    if _OUT.shape[0] != _X.shape[0] or _X.shape[1] != 4 or _OUT.shape[1] != 1:
         return -1  # not this kernel's shapes
     _n = (_X.shape[0] + 2047) // 2048  # chunks of 2048 points
     _c = fetch_add(_claims, 0)
     while _c < _n:
-        _x, _o = _X[_c * 2048:_c * 2048 + 2048], _OUT[_c * 2048:_c * 2048 + 2048]
-        for _k in range(_x.shape[0]):
-            value_row(_x[_k], _o[_k])
+        _value_lanes(_X, _OUT, _c)  # value_lanes on each block of 64 points
         fetch_add(_claims, 1)
         _c = fetch_add(_claims, 0)
     _spins = 0
@@ -97,16 +111,34 @@ def value_grad_row(_x, _out):
     _value_grad_steps(_x, _out)
 
 
+def value_grad_lanes(_X, _OUT, _T, _s, _m):
+    # Points _s .. _s + _m - 1; a value crossing segments lives in _T[slot * 64 + _j].
+    for _j in range(_m):
+        W = _X[_s + _j, 0]
+        x = _X[_s + _j, 2]
+        b = _X[_s + _j, 1]
+        y_true = _X[_s + _j, 3]
+        t0 = W * x
+        t1 = t0 + b - y_true  # W*x + b - y_true
+        f = t1 * t1
+        df_db = 2.0 * t1
+        df_dW = x * df_db
+        _OUT[_s + _j, 0] = f
+        _OUT[_s + _j, 1] = df_dW
+        _OUT[_s + _j, 2] = df_db
+
+
+_value_grad_lanes = lane_loops(value_grad_lanes, value_grad_steps, slots=64, block=64, chunk=2048, widths={'_X': 4, '_OUT': 3})
+
+
 @njit(cache=True, error_model="numpy", nogil=True)
 def value_grad_chunks(_X, _OUT, _claims):
-    if _OUT.shape[0] != _X.shape[0] or _X.shape[1] < 4 or _OUT.shape[1] < 3:
+    if _OUT.shape[0] != _X.shape[0] or _X.shape[1] != 4 or _OUT.shape[1] != 3:
         return -1  # not this kernel's shapes
     _n = (_X.shape[0] + 2047) // 2048  # chunks of 2048 points
     _c = fetch_add(_claims, 0)
     while _c < _n:
-        _x, _o = _X[_c * 2048:_c * 2048 + 2048], _OUT[_c * 2048:_c * 2048 + 2048]
-        for _k in range(_x.shape[0]):
-            value_grad_row(_x[_k], _o[_k])
+        _value_grad_lanes(_X, _OUT, _c)  # value_grad_lanes on each block of 64 points
         fetch_add(_claims, 1)
         _c = fetch_add(_claims, 0)
     _spins = 0

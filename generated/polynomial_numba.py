@@ -22,9 +22,9 @@ import math
 import numpy as np
 from numba import njit
 
-from symgraph.backends.numba.runtime import fetch_add, load_acquire, straight_line
+from symgraph.backends.numba.runtime import fetch_add, lane_loops, load_acquire, straight_line
 
-# runtime 3e86ff7960c5100aebec3229: Numba's cache of this file is of that runtime
+# runtime bfdcc35456107f669116d5e2: Numba's cache of this file is of that runtime
 
 
 def value_steps(_x, _out):
@@ -43,16 +43,27 @@ def value_row(_x, _out):
     _value_steps(_x, _out)
 
 
+def value_lanes(_X, _OUT, _T, _s, _m):
+    # Points _s .. _s + _m - 1; a value crossing segments lives in _T[slot * 64 + _j].
+    for _j in range(_m):
+        x = _X[_s + _j, 0]
+        t0 = x * x  # x**2
+        t1 = 2.0 * x  # 2*x
+        f = t0 + t1 + 1.0  # x**2 + 2*x + 1
+        _OUT[_s + _j, 0] = f
+
+
+_value_lanes = lane_loops(value_lanes, value_steps, slots=64, block=64, chunk=2048, widths={'_X': 1, '_OUT': 1})
+
+
 @njit(cache=True, error_model="numpy", nogil=True)
 def value_chunks(_X, _OUT, _claims):
-    if _OUT.shape[0] != _X.shape[0] or _X.shape[1] < 1 or _OUT.shape[1] < 1:
+    if _OUT.shape[0] != _X.shape[0] or _X.shape[1] != 1 or _OUT.shape[1] != 1:
         return -1  # not this kernel's shapes
     _n = (_X.shape[0] + 2047) // 2048  # chunks of 2048 points
     _c = fetch_add(_claims, 0)
     while _c < _n:
-        _x, _o = _X[_c * 2048:_c * 2048 + 2048], _OUT[_c * 2048:_c * 2048 + 2048]
-        for _k in range(_x.shape[0]):
-            value_row(_x[_k], _o[_k])
+        _value_lanes(_X, _OUT, _c)  # value_lanes on each block of 64 points
         fetch_add(_claims, 1)
         _c = fetch_add(_claims, 0)
     _spins = 0
@@ -87,16 +98,29 @@ def value_grad_row(_x, _out):
     _value_grad_steps(_x, _out)
 
 
+def value_grad_lanes(_X, _OUT, _T, _s, _m):
+    # Points _s .. _s + _m - 1; a value crossing segments lives in _T[slot * 64 + _j].
+    for _j in range(_m):
+        x = _X[_s + _j, 0]
+        t0 = x * x  # x**2
+        t1 = 2.0 * x  # 2*x
+        f = t0 + t1 + 1.0  # x**2 + 2*x + 1
+        df_dx = t1 + 2.0  # 2*x + 2
+        _OUT[_s + _j, 0] = f
+        _OUT[_s + _j, 1] = df_dx
+
+
+_value_grad_lanes = lane_loops(value_grad_lanes, value_grad_steps, slots=64, block=64, chunk=2048, widths={'_X': 1, '_OUT': 2})
+
+
 @njit(cache=True, error_model="numpy", nogil=True)
 def value_grad_chunks(_X, _OUT, _claims):
-    if _OUT.shape[0] != _X.shape[0] or _X.shape[1] < 1 or _OUT.shape[1] < 2:
+    if _OUT.shape[0] != _X.shape[0] or _X.shape[1] != 1 or _OUT.shape[1] != 2:
         return -1  # not this kernel's shapes
     _n = (_X.shape[0] + 2047) // 2048  # chunks of 2048 points
     _c = fetch_add(_claims, 0)
     while _c < _n:
-        _x, _o = _X[_c * 2048:_c * 2048 + 2048], _OUT[_c * 2048:_c * 2048 + 2048]
-        for _k in range(_x.shape[0]):
-            value_grad_row(_x[_k], _o[_k])
+        _value_grad_lanes(_X, _OUT, _c)  # value_grad_lanes on each block of 64 points
         fetch_add(_claims, 1)
         _c = fetch_add(_claims, 0)
     _spins = 0
@@ -132,16 +156,31 @@ def value_grad_hess_row(_x, _out):
     _value_grad_hess_steps(_x, _out)
 
 
+def value_grad_hess_lanes(_X, _OUT, _T, _s, _m):
+    # Points _s .. _s + _m - 1; a value crossing segments lives in _T[slot * 64 + _j].
+    for _j in range(_m):
+        x = _X[_s + _j, 0]
+        t0 = x * x  # x**2
+        t1 = 2.0 * x  # 2*x
+        f = t0 + t1 + 1.0  # x**2 + 2*x + 1
+        df_dx = t1 + 2.0  # 2*x + 2
+        _OUT[_s + _j, 0] = f
+        _OUT[_s + _j, 1] = df_dx
+    for _j in range(_m):
+        _OUT[_s + _j, 2] = 2.0
+
+
+_value_grad_hess_lanes = lane_loops(value_grad_hess_lanes, value_grad_hess_steps, slots=64, block=64, chunk=2048, widths={'_X': 1, '_OUT': 3})
+
+
 @njit(cache=True, error_model="numpy", nogil=True)
 def value_grad_hess_chunks(_X, _OUT, _claims):
-    if _OUT.shape[0] != _X.shape[0] or _X.shape[1] < 1 or _OUT.shape[1] < 3:
+    if _OUT.shape[0] != _X.shape[0] or _X.shape[1] != 1 or _OUT.shape[1] != 3:
         return -1  # not this kernel's shapes
     _n = (_X.shape[0] + 2047) // 2048  # chunks of 2048 points
     _c = fetch_add(_claims, 0)
     while _c < _n:
-        _x, _o = _X[_c * 2048:_c * 2048 + 2048], _OUT[_c * 2048:_c * 2048 + 2048]
-        for _k in range(_x.shape[0]):
-            value_grad_hess_row(_x[_k], _o[_k])
+        _value_grad_hess_lanes(_X, _OUT, _c)  # value_grad_hess_lanes on each block of 64 points
         fetch_add(_claims, 1)
         _c = fetch_add(_claims, 0)
     _spins = 0

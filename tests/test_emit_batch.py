@@ -159,10 +159,15 @@ def test_lane_batch_equals_row_kernel(name, use_kernel):
 
 
 def test_batch_kernel_choice_and_the_api_on_awkward_inputs(use_kernel):
-    # Tiny programs keep the per-point loop over the row kernel; mid-size ones get lanes.
-    expr, args = corpus.polynomial()
-    assert not uses_lanes(build_programs([expr], args, args, True, False)[1])
+    # Programs without a vector step keep the per-point loop over the row kernel; any other
+    # gets lanes, tiny ones too (the polynomial's 3 steps), and wide rows a smaller block.
     x, y = sg.symbols("x y")
+    expr, args = corpus.polynomial()
+    assert uses_lanes(build_programs([expr], args, args, True, False)[1])
+    assert not uses_lanes(build_programs([apply("atan", x)], [x], [x], False, False)[0])
+    wide = sg.symbols(" ".join(f"w{k}" for k in range(150)))
+    p = build_programs([apply("add", *[w * w for w in wide])], wide, wide, True, False)[1]
+    assert uses_lanes(p) and "block=16" in "\n".join(batch_kernel_lines(p))
     expr = apply("add", *[(x * k + y) ** 2 / (1 + y * y) for k in range(1, 12)]) + apply(
         "atan", x * y)  # libm in lanes too (no vecmath form): batches equal rows bit for bit
     mid = build_programs([expr], [x, y], [x, y], True, False)[1]
@@ -267,16 +272,23 @@ def test_ops_with_a_vecmath_form_are_vector_steps_and_sin_cos_limit_is_vecmaths(
 def test_each_vecmath_step_is_within_an_ulp_of_the_row_kernel(op, use_kernel):
     # Faithful rounding on both sides: equal or neighbours; nan, inf and signed zeros equal.
     # The lowering inlines vecmath's Python text: its numbers are those of the @njit functions.
+    # pow (x**y): its second column is exponents, and points outside vpow's range (x <= 0,
+    # |y log x| > POW_LIMIT, inf, nan) are recomputed with libm: equal bits there.
     use_kernel(lane_kernel_lines)
-    x = sg.symbols("x")
-    module, _ = lane_module((apply(op, x), [x]), hessian=False)
+    x, y = sg.symbols("x y")
+    args = [x, y][:OPS[op].arity]
+    module, _ = lane_module((apply(op, *args), args), hessian=False)
     rng = np.random.default_rng(len(op))
     X = np.concatenate([rng.normal(0.0, 3.0, 3000), rng.uniform(-750.0, 750.0, 1000),
                         10.0 ** rng.uniform(-310.0, 7.5, 1000) * rng.choice([-1.0, 1.0], 1000),
                         EDGES, [SIN_COS_LIMIT, -SIN_COS_LIMIT]])[:, None]
     if op in ("sin", "cos"):  # farther out, whole chunks run on libm (the next test)
         X = X[~(np.abs(X[:, 0]) > SIN_COS_LIMIT)]
-    lanes, rows = np.empty_like(X), np.empty_like(X)
+    if len(args) == 2:
+        X = np.c_[np.abs(X[:, 0]) if op == "pow" else X[:, 0], rng.permutation(X[:, 0]) / 50]
+        X[::7, 0] *= -1.0  # negative bases: integer exponents give numbers, others nan
+        X[::11, 1] = np.round(X[::11, 1])
+    lanes, rows = np.empty((X.shape[0], 1)), np.empty((X.shape[0], 1))
     module.value_batch(X, lanes)
     for i in range(X.shape[0]):
         module.value_row(X[i], rows[i])
@@ -284,15 +296,21 @@ def test_each_vecmath_step_is_within_an_ulp_of_the_row_kernel(op, use_kernel):
     assert np.array_equal(np.isnan(lanes), np.isnan(rows))
     assert np.array_equal(lanes[special & ~np.isnan(rows)], rows[special & ~np.isnan(rows)])
     assert np.array_equal(np.signbit(lanes[rows == 0.0]), np.signbit(rows[rows == 0.0]))
-    code = OPS[op].render("lanes", ["x"])
-    single = code == f"{vecmath_calls(code)[0]}(x)"  # else a formula (sigmoid: 1/(1 + vexp))
+    names = ["x", "y"][:len(args)]
+    code = OPS[op].render("lanes", names)
+    single = code == f"{vecmath_calls(code)[0]}({', '.join(names)})"  # else a formula (sigmoid)
     # glibc's tanh errs by up to 2 ulp (vecmath's < 1 ulp against mpmath: test_vecmath).
     np.testing.assert_array_max_ulp(lanes[~special], rows[~special],
                                     maxulp=1 if single and op != "tanh" else 2)
-    if single:  # the same bits as vecmath's own compiled function
+    if single and op != "pow":  # the same bits as vecmath's own compiled function
         name = vecmath_calls(code)[0]
-        ours = np.array([getattr(vm, name)(v) for v in X[:, 0]])
+        ours = np.array([getattr(vm, name)(*v) for v in X])
         assert_same_bits(lanes[:, 0], ours)
+    if op == "pow":  # where vpowoff: libm's bits (the row kernel's); elsewhere vpow's
+        off = np.array([vm.vpowoff(a, b) for a, b in X])
+        assert 0 < off.sum() < off.size
+        assert_same_bits(lanes[off, 0], rows[off, 0])
+        assert_same_bits(lanes[~off, 0], np.array([vm.vpow(a, b) for a, b in X[~off]]))
 
 
 def test_sin_cos_beyond_vecmaths_exact_range_equal_libm(use_kernel):

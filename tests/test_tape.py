@@ -458,11 +458,12 @@ def test_a_50000_node_expression_compiles_to_the_tape_and_agrees_with_the_python
 
 
 def test_big_straight_line_programs_heavy_in_vector_math_batch_on_the_tape_lanes():
-    # A 30-deep tanh/exp/sin nest: too big for lane kernels, most of its cost in libm calls
-    # that the tape's lanes make SIMD; a Rosenbrock of the same size stays on its row kernel.
+    # A 220-deep tanh/exp/sin nest (1,336 steps): too big for lane kernels, most of its cost in
+    # libm calls that the tape's lanes make SIMD; a Rosenbrock of the same size stays on its row
+    # kernel.
     x, y = sg.symbols("x y")
     u = x
-    for i in range(120):
+    for i in range(220):
         u = (sg.tanh, sg.sin, sg.exp)[i % 3](u) * 0.3 + y * 0.5
     heavy = sg.compile(u, [x, y])
     assert heavy.strategy == "straight"

@@ -233,3 +233,69 @@ def test_vsincos_equals_vsin_and_vcos_bit_for_bit():
     x = x[~(np.abs(x) > vm.SIN_COS_LIMIT)]
     both = _sincos_loop(vm.vsincos)(x)
     assert same(both[:x.size], apply("vsin", x)) and same(both[x.size:], apply("vcos", x))
+
+
+@njit(error_model="numpy")
+def _pow_loop(x, y, out, off):
+    for j in range(x.size):
+        out[j] = vm.vpow(x[j], y[j])
+        off[j] = vm.vpowoff(x[j], y[j])
+
+
+def test_vpow_within_one_ulp_of_mpmath_where_vpowoff_is_false_and_vectorises():
+    rng = np.random.default_rng(RNG_SEED + 5)
+    x = np.concatenate([log_uniform(rng, 1e-320, 1e308, 1500), rng.uniform(0.0, 5.0, 1500),
+                        1.0 + rng.uniform(-1e-3, 1e-3, 500), [1.0, 2.0, 3.0, 0.5]])
+    y = np.concatenate([rng.uniform(-1, 1, 1500) * vm.POW_LIMIT
+                        / np.maximum(np.abs(np.log(x[:1500])), 1e-300),
+                        rng.uniform(-20, 20, 1500), rng.uniform(-1e4, 1e4, 500),
+                        [1e308, 0.0, -1.0, 2.5]])
+    out, off = np.empty_like(x), np.empty(x.size, np.bool_)
+    _pow_loop(x, y, out, off)
+    assert off.sum() < x.size // 4 and not off[-3:].any()
+    worst = 0.0
+    for xv, yv, v in zip(x[~off].tolist(), y[~off].tolist(), out[~off].tolist()):
+        t = mpmath.power(mpmath.mpf(xv), mpmath.mpf(yv))
+        e = math.frexp(abs(float(t)))[1]
+        worst = max(worst, float(abs(mpmath.mpf(v) - t) / max(2.0 ** (e - 53), 2.0 ** -1074)))
+    assert worst <= 0.9, worst
+    # the flag: outside its range (x <= 0, inf, nan; y not finite; |y log x| > POW_LIMIT)
+    bad_x = np.array([0.0, -2.0, math.inf, math.nan, 2.0, 2.0, 2.0, 10.0])
+    bad_y = np.array([1.0, 2.0, 1.0, 1.0, math.inf, math.nan, -math.inf, 7.0])
+    _pow_loop(bad_x, bad_y, np.empty(8), flags := np.empty(8, np.bool_))
+    assert flags.all()
+    if _host_has_avx2():
+        asm = _pow_loop.inspect_asm(_pow_loop.signatures[0])
+        assert re.findall(r"\bv(?:mul|add|sub)pd\s+[^\n]*%[yz]mm", asm)
+        assert not re.search(r"call[^\n]*(pow|exp|log)", asm)
+
+
+@njit(error_model="numpy")
+def _hypot_loop(x, y, out):
+    for j in range(x.size):
+        out[j] = vm.vhypot(x[j], y[j])
+
+
+def test_vhypot_within_one_ulp_of_mpmath_with_numpys_edges():
+    rng = np.random.default_rng(RNG_SEED + 6)
+    x = signed(rng, np.concatenate([log_uniform(rng, 1e-320, 1e308, 1500),
+                                    rng.uniform(0.0, 3.0, 500)]))
+    with np.errstate(over="ignore"):  # some y overflow to inf: hypot is inf there
+        y = np.concatenate([x[:1000] * log_uniform(rng, 1e-17, 1e17, 1000),
+                            signed(rng, log_uniform(rng, 1e-320, 1e300, 1000))])
+    out = np.empty_like(x)
+    _hypot_loop(x, y, out)
+    worst = 0.0
+    for a, b, v in zip(x.tolist(), y.tolist(), out.tolist()):
+        t = mpmath.sqrt(mpmath.mpf(a) ** 2 + mpmath.mpf(b) ** 2)
+        if math.isinf(float(t)):
+            assert v == math.inf
+            continue
+        e = math.frexp(float(t))[1]
+        worst = max(worst, float(abs(mpmath.mpf(v) - t) / max(2.0 ** (e - 53), 2.0 ** -1074)))
+    assert worst <= 0.6, worst
+    a, b = (g.ravel() for g in np.meshgrid(EDGES, EDGES))
+    out = np.empty_like(a)
+    _hypot_loop(a, b, out)
+    with np.errstate(over="ignore"):
+        assert same(out, np.hypot(a, b))

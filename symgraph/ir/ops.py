@@ -170,7 +170,8 @@ _op("div", 2, np.divide, lambda a, out: (1.0 / a[1], -out / a[1]), "{0} / {1}", 
     latex=r"\frac{{{0}}}{{{1}}}", sympy=lambda sp, a, b: a / b, infix="/", precedence=PREC_MUL,
     domain=(DEFAULT_DOMAIN, (0.5, 3.0)), title="Divide", vectorises=True)
 _op("pow", 2, np.power, _pow_partials, _pow_template("math.pow({0}, {1})"),
-    _pow_template("np.power({0}, {1})"), _pow_template("{0} ** {1}"), latex="{{{0}}}^{{{1}}}",
+    _pow_template("np.power({0}, {1})"), _pow_template("{0} ** {1}"),
+    lanes=_pow_template("vpow({0}, {1})"), latex="{{{0}}}^{{{1}}}",
     cost=TRANSCENDENTAL,  # small integer powers are multiplications: see schedule's cost
     sympy=lambda sp, a, b: a**b, infix="**", precedence=PREC_POW,
     domain=((0.2, 3.0), (-2.0, 2.0)), title="Power", integer_powers=True,
@@ -299,6 +300,7 @@ _func("softplus", lambda x: np.maximum(x, 0.0) + np.log1p(np.exp(-np.abs(x))),
       lambda x, out: x.call("sigmoid"),
       py="(({0} if {0} > 0.0 else 0.0) + math.log1p(math.exp(-abs({0}))))",
       np_="(np.maximum({0}, 0.0) + np.log1p(np.exp(-np.abs({0}))))",
+      lanes="(({0} if {0} > 0.0 else 0.0) + vlog1p(vexp(-abs({0}))))",
       latex=r"\operatorname{{softplus}}\left({0}\right)", sympy=lambda sp, x: sp.log(1 + sp.exp(x)),
       finite=True)
 
@@ -341,7 +343,7 @@ def _hypot_partials(a, out):
 _op("hypot", 2, np.hypot, _hypot_partials,
     # Python's math.hypot is its own algorithm, not libm's (NumPy's and Numba's): one point
     # uses NumPy's too, so rows, batches and backends agree bit for bit.
-    "_hypot({0}, {1})", "np.hypot({0}, {1})", nb="math.hypot({0}, {1})",
+    "_hypot({0}, {1})", "np.hypot({0}, {1})", nb="math.hypot({0}, {1})", lanes="vhypot({0}, {1})",
     np_prelude=(_HYPOT_PRELUDE,), cost=TRANSCENDENTAL,
     latex=r"\sqrt{{{0}^2 + {1}^2}}", sympy=lambda sp, a, b: sp.sqrt(a**2 + b**2),
     smooth=False, finite=True)  # a kink at the origin

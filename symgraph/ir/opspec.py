@@ -76,7 +76,7 @@ class OpSpec:
         """Whether a step of this op joins a vectorised lane loop. `exponent` is the step's
         constant second operand (None if it has none): for an op with integer powers, it
         decides (a small power is products)."""
-        if self.integer_powers:
+        if self.integer_powers and self.lanes is None:
             return exponent is not None and small_power(exponent) is not None
         return self.vectorises or self.lanes is not None
 

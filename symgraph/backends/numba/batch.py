@@ -2,13 +2,12 @@
 
 A per-point loop (over rows, the straight-line body inside) keeps every value in
 scalars: LLVM vectorises it only when the body is tiny, and one point's chain of libm calls runs
-serially. A lane
-kernel instead takes a block of `BLOCK` points and runs each *segment* of the program (a run of
-steps) as one loop over the block:
+serially. A lane kernel instead takes a block of `BLOCK` points (fewer for wide rows, see
+SLOT_BYTES) and runs each *segment* of the program (a run of steps) as one loop over the block:
 
 * segments of arithmetic only (``+ - * /``, small integer powers, ``sqrt``, comparisons...) are
   loops LLVM vectorises across points, AVX2/AVX-512 wide;
-* so are exp, log, tanh, erf, sigmoid, expm1, log1p, sin and cos: lane code calls
+* so are exp, log, pow, tanh, erf, sigmoid, softplus, expm1, log1p, sin and cos: lane code calls
   symgraph.backends.numba.vecmath's ``vexp``, ``vlog``... (the op table's ``lanes`` templates),
   straight-line code that the runtime's lowering inlines from vecmath itself;
 * segments holding libm calls stay scalar, but their iterations are independent points, so the
@@ -34,12 +33,14 @@ same IEEE operation on the same operands (reordering steps changes nothing; no f
 FMA contraction or reassociation), and a vecmath function, like libm, is within an ulp of the
 true value (the two may round differently). Only the payload or sign of a NaN may differ, which
 IEEE 754 leaves unspecified and which no op can turn into a non-NaN. vsin/vcos are exact only
-for arguments up to vecmath.SIN_COS_LIMIT: the lane code sets a point's flag ``_F[_j]`` where
-``abs(argument) > limit`` (vectorised), and a last loop recomputes the flagged points with the
-row kernel's steps (libm; nan arguments give nan either way). So a point's result never
-depends on the other points of its batch. Tiny programs (loads and stores dominate) and large ones
-(Numba's compile time of the lane kernel grows much faster than its gain) keep the per-point
-loop over the row kernel.
+for arguments up to vecmath.SIN_COS_LIMIT, vpow (x**y but small integer powers) only for
+finite x > 0 and y with |y log x| <= vecmath.POW_LIMIT: the lane code sets a point's flag
+``_F[_j]`` where an argument is outside (``abs(argument) > limit``, ``vpowoff(x, y)``;
+vectorised), and a last loop recomputes the flagged points with the row kernel's steps (libm;
+nan arguments give nan either way). So a point's result never
+depends on the other points of its batch. Programs without a vector step, and large ones
+(MAX_STEPS: Numba's compile time of the lane kernel grows faster than its gain), keep the
+per-point loop over the row kernel.
 
 Either way the compiled entry point is ``NAME_chunks(_X, _OUT, _claims)``: it claims chunks of
 the batch one at a time (the runtime's ``fetch_add``, an atomic add on ``_claims[0]``), counts
@@ -78,19 +79,24 @@ CHUNK_WORK = 200_000
 # run before it returns to Python, which sleeps until a worker's call ends and calls again
 # (batching.run_shared): a thread held up by another process is not spun for.
 SPINS = 1 << 16
-# Above this, lanes cost 6-9 s more compile (1,200-step kernels) and gained nothing measurable:
-# the big vector loops spill, and libm calls (MLP's tanh, the nest) dominate anyway.
-MAX_STEPS = 400
-# Vector work (op-table cost of the vector steps) per input or output below which per-point
-# code is as fast: loads and stores dominate. A vecmath step weighs its cost (8).
-MIN_WORK = 4
+# The compile budget: lanes compile 2-4x longer than the per-point loop (FIT families, one
+# core: arrhenius@31, 998 steps, 1.2 s vs 0.65 s; 1,767 steps 3.8 s vs 0.5 s) and run 1-5x
+# faster. Up to this size (every family at 100 operations) the lane kernel stays under ~3 s.
+MAX_STEPS = 1200
+# Bytes of slots a block may use: past about L1, a block has fewer points (at least MIN_BLOCK,
+# two AVX-512 vectors), so that wide rows stay in cache. FIT: fpu_chain@38 (153 slots) 111 ->
+# 59 ns a point with blocks of 16, fpu_chain@75 836 -> 157 (the per-point loop: 61 and 161).
+SLOT_BYTES = 32 * 1024
+MIN_BLOCK = 16
 
 # Ops whose Numba template is arithmetic, an LLVM intrinsic (sqrt, fabs, floor) or a select
 # (the table's `vectorises`): loops of them vectorise. So do ops with a `lanes` template
 # (vecmath), and small integer powers (products). Everything else calls libm and stays scalar.
-# vecmath functions exact only up to vecmath.SIN_COS_LIMIT (checked at run time, see above).
-LIMITED = ("vsin", "vcos")
+# vecmath functions exact only in a range (checked at run time, see above): the flag of a
+# point where the step's lane value is not to be trusted, on the step's operands.
 SIN_COS_LIMIT = 5.0e7  # vecmath.SIN_COS_LIMIT (a test checks); vecmath itself imports Numba
+LIMITED = {"vsin": f"abs({{0}}) > {SIN_COS_LIMIT!r}", "vcos": f"abs({{0}}) > {SIN_COS_LIMIT!r}",
+           "vpow": "vpowoff({0}, {1})"}
 
 I1, I2 = INDENT, INDENT * 2
 
@@ -112,8 +118,15 @@ def _value(operand: Operand) -> str | None:
 
 
 def uses_lanes(p: Program) -> bool:
-    work = sum(OPS[s.op].cost if OPS[s.op].lanes else 1 for s in p.steps if is_vector_step(s))
-    return len(p.steps) <= MAX_STEPS and work >= MIN_WORK * (len(p.inputs) + len(p.outputs))
+    """Lanes for every program with a vector step, tiny ones too, up to MAX_STEPS steps.
+
+    Fitted on benchmarks/families.py's FIT families at 10 and 100 operations, validated on its
+    VALIDATE half: lanes beat the per-point loop on every one, also where the old rule (vector
+    work >= 4 per input or output) kept rows. FIT: fpu_chain@13 31 -> 13 ns a point,
+    huber_regression@1 1.9 -> 0.5, quadratic_form@3 2.6 -> 0.9, arrhenius@31 (998 steps, over
+    the old 400) 231 -> 46; VALIDATE: morse_chain@2 6.9 -> 1.6, softmax_xent@1 17 -> 8.8,
+    minimal_surface@6 2.9 -> 2.0. The suite's polynomial is the same either way (0.25 ns)."""
+    return 0 < len(p.steps) <= MAX_STEPS and any(map(is_vector_step, p.steps))
 
 
 def segments(p: Program, vector=is_vector_step) -> list[list[Step]]:
@@ -203,21 +216,28 @@ def lane_kernel_lines(p: Program) -> list[str]:
     direct_in, direct_out = "_X" in widths, "_OUT" in widths
     slot = _slots(p, runs, direct_in, direct_out)
     count = max(slot.values(), default=0) + 1
+    block = BLOCK
+    while block > MIN_BLOCK and count * block * 8 > SLOT_BYTES:
+        block //= 2
     column = {name: k for k, name in enumerate(p.inputs)} if direct_in else {}
     stored: set[str] = set()  # outputs a segment stores itself
     results = [operand_text(o) for _, o in p.outputs]
 
     def cell(name: str) -> str:
-        return f"_T[{slot[name] * BLOCK} + _j]"
+        return f"_T[{slot[name] * block} + _j]"
 
     def loop(body: list[str]) -> list[str]:
         return [f"{I1}for _j in range(_m):", *body] if body else []
 
-    limited = {s.target for s in p.steps if any(f in LIMITED for f in vecmath_calls(
-        OPS[s.op].render("lanes", [operand_text(o) for o in s.operands])))}
+    def flags(s: Step) -> list[str]:
+        operands = [operand_text(o) for o in s.operands]
+        return [LIMITED[f].format(*operands) for f in vecmath_calls(OPS[s.op].render(
+            "lanes", operands)) if f in LIMITED]
+
+    limited = {s.target for s in p.steps if flags(s)}
     lines = [f"def {p.name}_lanes(_X, _OUT, _T{', _F' if limited else ''}, _s, _m):",
              f"{I1}# Points _s .. _s + _m - 1; a value crossing segments lives in _T[slot * "
-             f"{BLOCK} + _j]."]
+             f"{block} + _j]."]
     if limited:
         lines.append(f"{I1}# _F[_j]: point _j has a sin/cos argument beyond vecmath's exact range")
     lines += loop([f"{I2}{cell(name)} = _X[_s + _j, {k}]"
@@ -230,8 +250,8 @@ def lane_kernel_lines(p: Program) -> list[str]:
         body = [f"{I2}{name} = {cell(name) if name in slot else f'_X[_s + _j, {column[name]}]'}"
                 for name in reads]
         body += step_lines(replace(p, steps=tuple(run)), "lanes", I2)
-        body += [f"{I2}_F[_j] |= abs({operand}) > {SIN_COS_LIMIT!r}" for operand in
-                 dict.fromkeys(operand_text(s.operands[0]) for s in run if s.target in limited)]
+        body += [f"{I2}_F[_j] |= {flag}" for flag in
+                 dict.fromkeys(flag for s in run if s.target in limited for flag in flags(s))]
         body += [f"{I2}{cell(s.target)} = {s.target}" for s in run if s.target in slot]
         if direct_out:
             body += [f"{I2}_OUT[_s + _j, {k}] = {o}" for k, o in enumerate(results)
@@ -247,10 +267,10 @@ def lane_kernel_lines(p: Program) -> list[str]:
     lines += loop([f"{I2}if _F[_j]:  # again with libm's sin/cos (the row kernel's steps)",
                    f"{I2}{I1}{p.name}_steps(_X[_s + _j], _OUT[_s + _j])"] if limited else [])
     return lines + ["", "", f"_{p.name}_lanes = lane_loops({p.name}_lanes, {p.name}_steps, "
-                    f"slots={count * BLOCK}, "
-                    f"block={BLOCK}, chunk={CHUNK}, widths={widths})", "", "",
+                    f"slots={count * block}, "
+                    f"block={block}, chunk={CHUNK}, widths={widths})", "", "",
                     *_chunks_kernel(p, CHUNK, [f"_{p.name}_lanes(_X, _OUT, _c)  # {p.name}_lanes "
-                                               f"on each block of {BLOCK} points"], widths)]
+                                               f"on each block of {block} points"], widths)]
 
 
 def point_kernel_lines(p: Program) -> list[str]:
