@@ -86,9 +86,9 @@ def _shape(term: Node, position: dict[Node, int]) -> tuple[tuple, list[int], lis
     return tuple(key), variables, order
 
 
-def _template(order: list[Node], k: int) -> tuple[Node, list[Node]]:
-    """The term of `order` rebuilt node for node over stand-ins ``_sep[0..k)``."""
-    stand_ins = [symbol(f"_sep[{i}]") for i in range(k)]
+def _template(order: list[Node], stand_ins: Sequence[Node]) -> Node:
+    """The term of `order` rebuilt node for node, its variables (in order of first use)
+    replaced by `stand_ins`."""
     made: dict[Node, Node] = {}
     used = 0
     for node in order:
@@ -99,7 +99,7 @@ def _template(order: list[Node], k: int) -> tuple[Node, list[Node]]:
             made[node] = node
         else:
             made[node] = _intern(node.op, tuple(made[a] for a in node.args), None)
-    return made[order[-1]], stand_ins
+    return made[order[-1]]
 
 
 def _gather(x, index, X):  # X[t, j] = x[index[t, j]]
@@ -143,7 +143,10 @@ class _Kind:
     def __init__(self, template: Node, stand_ins: list[Node], rows: list[list[int]],
                  backend: Backend, cache_dir, strategy: str) -> None:
         self.k = k = len(stand_ins)
-        self.index = np.asarray(rows, dtype=np.int64).reshape(len(rows), k)
+        index = np.asarray(rows, dtype=np.int32).reshape(len(rows), k)  # less to read
+        # Terms by their variables: a sum's own order is its nodes' digests, and gathering
+        # and scattering in that order would miss the cache at every term.
+        self.index = index[np.lexsort(index.T[::-1])] if k else index
         built = build([template], stand_ins, stand_ins, backend=backend,
                       products=[VALUE_GRAD_HESS], cache_dir=cache_dir, strategy=strategy)
         self.batch = built.batches[VALUE_GRAD_HESS.name]  # chunks below: the calling thread
@@ -152,7 +155,8 @@ class _Kind:
         self._buffers: tuple[np.ndarray, np.ndarray] | None = None
         local_rows, local_cols = hessian_sparsity(template, stand_ins)
         self.local = 1 + k + local_rows * k + local_cols  # columns of OUT, lower triangle
-        g_rows, g_cols = self.index[:, local_rows], self.index[:, local_cols]
+        g_rows = self.index[:, local_rows].astype(np.int64)
+        g_cols = self.index[:, local_cols].astype(np.int64)
         self.pairs = np.maximum(g_rows, g_cols), np.minimum(g_rows, g_cols)  # (terms, pairs)
 
     def chunks(self, x: np.ndarray):
@@ -185,7 +189,8 @@ class SeparableSum:
         self._slots, start = [], 0  # per kind: (terms, local pairs) -> slot in the pattern
         for kind in kinds:
             size = kind.pairs[0].size
-            self._slots.append(slot[start:start + size].reshape(kind.pairs[0].shape))
+            self._slots.append(slot[start:start + size].reshape(kind.pairs[0].shape)
+                               .astype(np.int32))
             start += size
 
     def _x(self, point: np.ndarray) -> np.ndarray:
@@ -231,10 +236,10 @@ def separable_sum(f: Node, args: Sequence[Node], wrt: Sequence[Node], *, backend
 
 def _separable(f, args, wrt, backend, cache_dir, strategy, min_terms) -> SeparableSum | None:
     terms = split_terms(f)
-    if len(terms) < min_terms or len(set(wrt)) != len(wrt):
+    if len(terms) < min_terms or len(set(wrt)) != len(wrt) or len(wrt) >= 2**31:
         return None
     position = {v: i for i, v in enumerate(wrt)}
-    shapes: dict[tuple, tuple[list[Node], list[list[int]]]] = {}
+    shaped, first = [], {}  # per term (key, variables); the first term of each key's nodes
     for term in terms:
         if term.op == "const":
             continue  # no derivatives
@@ -242,16 +247,37 @@ def _separable(f, args, wrt, backend, cache_dir, strategy, min_terms) -> Separab
         if found is None:
             return None
         key, variables, order = found
-        kind = shapes.get(key)
-        if kind is None:
-            shapes[key] = (order, [variables])
-        else:
-            kind[1].append(variables)
+        if variables:
+            shaped.append((key, variables))
+            first.setdefault(key, order)
+    # A one-variable term joins a wider term over its variable (Rosenbrock's
+    # (1 - x[i])**2 joins 100*(x[i+1] - x[i]**2)**2): fewer kinds and passes, fewer entries.
+    # The host is where the variable comes first in its term (then the first such term), so
+    # that hosts of the same shape take their joiners at the same place: one kind, not many.
+    host_of: dict[int, int] = {}
+    best: dict[int, int] = {}
+    for t, (_, variables) in enumerate(shaped):
+        if len(variables) > 1:
+            for slot, v in enumerate(variables):
+                if slot < best.get(v, MAX_TERM_VARIABLES + 1):
+                    best[v], host_of[v] = slot, t
+    joined: dict[int, list[tuple[tuple, int]]] = {}
+    for key, variables in shaped:
+        host = host_of.get(variables[0]) if len(variables) == 1 else None
+        if host is not None:
+            joined.setdefault(host, []).append((key, shaped[host][1].index(variables[0])))
+    groups: dict[tuple, list[list[int]]] = {}
+    for t, (key, variables) in enumerate(shaped):
+        if len(variables) == 1 and variables[0] in host_of:
+            continue  # inside its host
+        groups.setdefault((key, tuple(joined.get(t, ()))), []).append(variables)
     kinds = []
-    for order, rows in shapes.values():
-        if not rows[0]:
-            continue  # a term without variables
-        template, stand_ins = _template(order, len(rows[0]))
+    for (key, parts), rows in groups.items():
+        stand_ins = [symbol(f"_sep[{i}]") for i in range(len(rows[0]))]
+        template = _template(first[key], stand_ins)
+        if parts:
+            template = _intern("add", (template, *[_template(first[k], [stand_ins[slot]])
+                                                   for k, slot in parts]), None)
         kinds.append(_Kind(template, stand_ins, rows, backend, cache_dir, strategy))
     if not kinds:
         return None
