@@ -1,13 +1,17 @@
 """Sparse derivatives and SciPy's solvers (issue 18): one run, real figures.
 
-    python -m benchmarks.sparse [--n 10000] [--grid 100] [--states 1000] [--backend numba]
+    python -m benchmarks.sparse [--n 10000,100000] [--grid 300] [--chain 100000] [--states 1000]
 
-1. Chained Rosenbrock, n variables: time to build the expression, its Hessian pattern, and the
-   sparse-Hessian and hessp kernels (built and compiled), then the sparse Hessian's evaluation
-   against a hand-written vectorised NumPy one (values in the same order; CSR assembly
-   separately), and CasADi's `hessian` + `Function` where CasADi installs.
+1. Chained Rosenbrock, n variables (10^4 and 10^5): time to build the expression, its Hessian
+   pattern, the value+gradient kernel, and the sparse-Hessian and hessp kernels (built and
+   compiled: one template kernel per kind of term, runtime.separable), then the sparse
+   Hessian's evaluation against a hand-written vectorised NumPy one (values in the same order;
+   CSR assembly separately), the symbolic sparse kernels up to --symbolic-max variables, and
+   CasADi's `hessian` + `Function` where CasADi installs.
 2. A 2-D Laplacian-type energy on a grid x grid lattice, the same figures.
-3. Stiff ODEs with solve_ivp(method="BDF"): Robertson, and a 1-D reaction-diffusion system of
+3. A chain of log/exp/sin terms over three variables, a family nothing was tuned on: the
+   same figures but NumPy's.
+4. Stiff ODEs with solve_ivp(method="BDF"): Robertson, and a 1-D reaction-diffusion system of
    `states` states, symgraph's sparse Jacobian against SciPy's finite differences (time,
    right-hand-side evaluations, agreement of the solutions).
 """
@@ -15,6 +19,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import time
 
 import numpy as np
@@ -47,35 +52,61 @@ def _timed_eval(function, minimum: float = 0.2) -> float:
     return min(_clock(lambda: [function() for _ in range(calls)], 3)[0] / calls, spent / calls)
 
 
-def _sparse_hessian_report(title: str, build_f, numpy_values, casadi_f, n: int, backend: str
-                           ) -> None:
+def _ratios(ours, theirs, repeats: int = 3) -> tuple[float, float, float]:
+    """(our seconds, worst ratio, best ratio) over `repeats` paired measurements."""
+    pairs = [(_timed_eval(ours), _timed_eval(theirs)) for _ in range(repeats)]
+    ratios = [a / b for a, b in pairs]
+    return max(a for a, _ in pairs), max(ratios), min(ratios)
+
+
+def _sparse_hessian_report(title: str, build_f, numpy_values, casadi_f, n: int, backend: str,
+                           symbolic_max: int) -> None:
+    """Setup and evaluation figures of one sparse Hessian problem. The kernels a user gets
+    from `fn.hessian(x, sparse=True)` and `fn.hessp`: for a large sum of small terms, one
+    template kernel per kind of term (runtime.separable); the symbolic sparse kernels (the
+    whole Hessian differentiated and scheduled, on the tape past 4,000 operations) are
+    measured too up to `symbolic_max` variables."""
     print(f"\n== {title}: {n} variables ==")
     t_expr, (f, x) = _clock(build_f)
     t_pattern, (rows, cols) = _clock(lambda: sg.hessian_sparsity(f, x))
-    print(f"expression {t_expr:.2f} s; Hessian pattern {t_pattern:.2f} s ({len(rows)} nonzeros)")
-    start = time.perf_counter()
-    fn = sg.compile(f, x, backend=backend)
+    print(f"expression {t_expr:.2f} s; Hessian pattern from the DAG {t_pattern:.2f} s "
+          f"({len(rows)} nonzeros)")
+    t_value, fn = _clock(lambda: sg.compile(f, x, backend=backend))
     kernels = fn.derivative_kernels
-    t_value = time.perf_counter() - start
-    t_hess, _ = _clock(lambda: kernels.kernel("sparse_hess"))
-    t_hessp, _ = _clock(lambda: kernels.kernel("hessp"))
     point = np.random.default_rng(0).uniform(-1, 1, n)
     v = np.random.default_rng(1).uniform(-1, 1, n)
+    t_sep, separable = _clock(lambda: kernels.separable)
     t_first = _clock(lambda: (kernels.hessian_values(point), fn.hessp(point, v)))[0]
-    print(f"value+gradient kernel {t_value:.2f} s; sparse Hessian kernel {t_hess:.2f} s; hessp "
-          f"kernel {t_hessp:.2f} s; first calls {t_first:.2f} s (strategy {fn.strategy})")
-    print(f"pattern + sparse Hessian + hessp built and compiled: "
-          f"{t_pattern + t_hess + t_hessp + t_first:.2f} s")
+    kinds = "none" if separable is None else ", ".join(
+        f"{len(k.index)} x {k.k}" for k in separable.kinds)
+    print(f"value+gradient kernel {t_value:.2f} s (strategy {fn.strategy}); sums of small "
+          f"terms: kinds (terms x variables) {kinds}")
+    print(f"pattern + sparse Hessian + hessp built and compiled: {t_sep + t_first:.2f} s "
+          f"(templates {t_sep:.2f} s, first calls {t_first:.2f} s)")
+    pattern = kernels.hessian_pattern()
+    assert np.array_equal(pattern[0], rows) and np.array_equal(pattern[1], cols)
     ours = kernels.hessian_values(point)
-    theirs = numpy_values(point)
-    assert np.allclose(ours, theirs, rtol=1e-12, atol=1e-9), "values differ from NumPy's"
-    t_ours = _timed_eval(lambda: kernels.hessian_values(point))
-    t_numpy = _timed_eval(lambda: numpy_values(point))
+    if numpy_values is not None:
+        assert np.allclose(ours, numpy_values(point), rtol=1e-12, atol=1e-9), "NumPy differs"
+        t_ours, worst, best = _ratios(lambda: kernels.hessian_values(point),
+                                      lambda: numpy_values(point))
+        print(f"sparse Hessian values: symgraph {t_ours * 1e3:.3f} ms, {best:.2f}x-{worst:.2f}x "
+              f"hand-written NumPy (3 paired runs, best-worst)")
+    else:
+        t_ours = _timed_eval(lambda: kernels.hessian_values(point))
+        print(f"sparse Hessian values: symgraph {t_ours * 1e3:.3f} ms (no NumPy by hand)")
     t_csr = _timed_eval(lambda: fn.hessian(point, sparse=True))
     t_hv = _timed_eval(lambda: fn.hessp(point, v))
-    print(f"sparse Hessian values: symgraph {t_ours * 1e3:.3f} ms, hand-written NumPy "
-          f"{t_numpy * 1e3:.3f} ms ({t_ours / t_numpy:.2f}x); as csr_array {t_csr * 1e3:.3f} ms; "
-          f"hessp {t_hv * 1e3:.3f} ms")
+    print(f"as csr_array {t_csr * 1e3:.3f} ms; hessp {t_hv * 1e3:.3f} ms")
+    if n <= symbolic_max:
+        t_hess, _ = _clock(lambda: kernels.kernel("sparse_hess"))
+        t_hessp, _ = _clock(lambda: kernels.kernel("hessp"))
+        symbolic = kernels.kernel("sparse_hess")(point)
+        agree = np.abs(symbolic - ours).max() / max(1.0, np.abs(symbolic).max())
+        t_sym = _timed_eval(lambda: kernels.kernel("sparse_hess")(point))
+        print(f"symbolic sparse kernels: Hessian built in {t_hess:.2f} s, hessp {t_hessp:.2f} s; "
+              f"evaluation {t_sym * 1e3:.3f} ms ({t_sym / t_ours:.2f}x the template path's); "
+              f"values agree to {agree:.1e}")
     _casadi(casadi_f, n, point, t_ours)
 
 
@@ -131,6 +162,19 @@ def grid_casadi(m: int):
         return down + right + ca.sum1(x ** 4 / 4 + ca.cos(x))
 
     return energy
+
+
+def chain(n: int):
+    """A family not tuned on (validation): three-variable terms with log, exp and sin."""
+    x = [sg.symbol(f"c{i}") for i in range(n)]
+    return sg.apply("add", *[sg.log(1 + (x[i + 1] - x[i]) ** 2)
+                             + 0.5 * sg.exp(-x[i] * x[i + 2]) * sg.sin(x[i + 1])
+                             for i in range(n - 2)]), x
+
+
+def chain_casadi(ca, x):
+    return ca.sum1(ca.log(1 + (x[1:-1] - x[:-2]) ** 2)
+                   + 0.5 * ca.exp(-x[:-2] * x[2:]) * ca.sin(x[1:-1]))
 
 
 def grid_energy(m: int):
@@ -223,21 +267,32 @@ def reaction_diffusion(n: int):
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--n", type=int, default=10_000)
-    parser.add_argument("--grid", type=int, default=100)
+    parser.add_argument("--n", default="10000,100000", help="Rosenbrock sizes, comma-separated")
+    parser.add_argument("--grid", type=int, default=300)
+    parser.add_argument("--chain", type=int, default=100_000, help="the held-out family's size")
+    parser.add_argument("--symbolic-max", type=int, default=10_000,
+                        help="largest size whose symbolic sparse kernels are built too")
     parser.add_argument("--states", type=int, default=1000)
     parser.add_argument("--backend", default="numba")
-    parser.add_argument("--parts", default="rosenbrock,grid,ode",
-                        help="comma-separated: rosenbrock, grid, ode")
+    parser.add_argument("--parts", default="rosenbrock,grid,chain,ode",
+                        help="comma-separated: rosenbrock, grid, chain, ode")
     a = parser.parse_args()
     parts = set(a.parts.split(","))
+    print(f"load average {os.getloadavg()[0]:.2f} at the start")
     if "rosenbrock" in parts:
-            _sparse_hessian_report("Chained Rosenbrock", lambda: rosenbrock(a.n),
-                               rosenbrock_numpy_values, rosenbrock_casadi, a.n, a.backend)
+        for n in map(int, a.n.split(",")):
+            _sparse_hessian_report("Chained Rosenbrock", lambda n=n: rosenbrock(n),
+                                   rosenbrock_numpy_values, rosenbrock_casadi, n, a.backend,
+                                   a.symbolic_max)
     if "grid" in parts:
         _sparse_hessian_report(f"2-D Laplacian-type energy {a.grid}x{a.grid}",
                                lambda: grid_energy(a.grid), grid_numpy_values(a.grid),
-                               grid_casadi(a.grid), a.grid * a.grid, a.backend)
+                               grid_casadi(a.grid), a.grid * a.grid, a.backend, a.symbolic_max)
+    if "chain" in parts:
+        _sparse_hessian_report("Held-out chain (log, exp, sin over 3 variables)",
+                               lambda: chain(a.chain), None, chain_casadi, a.chain, a.backend,
+                               a.symbolic_max)
+    print(f"load average {os.getloadavg()[0]:.2f} at the end")
     if "ode" not in parts:
         return
     rhs, t, y, k = robertson()

@@ -197,6 +197,60 @@ def test_rosenbrock_hessp_and_sparse_hessian_at_a_hundred_thousand_variables():
     np.testing.assert_allclose(fn.hessian(p, sparse=True) @ v, expected, rtol=1e-12, atol=1e-8)
 
 
+# -- sums of small terms (runtime.separable) ------------------------------------------------
+def _grid(m: int):
+    u = [[sg.symbol(f"u{i}_{j}") for j in range(m)] for i in range(m)]
+    terms = [(u[i + 1][j] - u[i][j]) ** 2 for i in range(m - 1) for j in range(m)]
+    terms += [(u[i][j + 1] - u[i][j]) ** 2 for i in range(m) for j in range(m - 1)]
+    terms += [u[i][j] ** 4 / 4 + sg.cos(u[i][j]) for i in range(m) for j in range(m)]
+    return sg.apply("add", *terms), [s for row in u for s in row]
+
+
+def _chain(n: int):
+    """Not tuned on: three-variable terms with exp, log and sin, and a constant term."""
+    x = [sg.symbol(f"c{i}") for i in range(n)]
+    terms = [sg.log(1 + (x[i + 1] - x[i]) ** 2) + 0.5 * sg.exp(-x[i] * x[i + 2])
+             * sg.sin(x[i + 1]) for i in range(n - 2)]
+    return sg.apply("add", 3.0, *terms), x
+
+
+@pytest.mark.parametrize("family", [_rosenbrock, _grid, _chain])
+def test_separable_numba_kernels_give_the_symbolic_pattern_hessian_and_hessp(family):
+    from symgraph.backends.registry import BACKENDS
+    from symgraph.runtime.separable import separable_sum
+
+    f, x = family(6 if family is _grid else 30)
+    fn = sg.compile(f, x, backend="python")
+    found = separable_sum(f, x, x, backend=BACKENDS["numba"], min_terms=2)
+    assert found is not None
+    rows, cols = sg.hessian_sparsity(f, x)
+    assert _pairs(*found.pattern) == _pairs(rows, cols)
+    rng = np.random.default_rng(3)
+    for _ in range(3):
+        p, v = rng.uniform(-1.5, 1.5, (2, len(x)))
+        dense = fn.hessian(p)
+        np.testing.assert_allclose(found.hessian_values(p), dense[rows, cols], rtol=1e-13,
+                                   atol=1e-13)
+        np.testing.assert_allclose(found.hessp(p, v), dense @ v, rtol=1e-12, atol=1e-12)
+
+
+def test_separable_numba_kernels_refuse_parameters_big_terms_and_few_terms():
+    from symgraph.backends.registry import BACKENDS
+    from symgraph.runtime.separable import separable_sum
+
+    numba_backend = BACKENDS["numba"]
+    f, x = _rosenbrock(8)
+    assert separable_sum(f, x, x, backend=numba_backend) is None  # fewer than MIN_TERMS
+    a = sg.symbol("a")
+    g = sg.apply("add", *[a * xi ** 2 for xi in x])  # a parameter inside every term
+    assert separable_sum(g, [*x, a], x, backend=numba_backend, min_terms=2) is None
+    wide = sg.apply("add", sg.apply("mul", *x) ** 2, x[0] ** 3)  # 8 variables: kept
+    assert separable_sum(wide, x, x, backend=numba_backend, min_terms=2) is not None
+    y = [sg.symbol(f"y{i}") for i in range(9)]  # one term over 9 variables: too wide
+    assert separable_sum(sg.apply("add", sg.apply("mul", *y) ** 2, y[0] ** 3), y, y,
+                         backend=numba_backend, min_terms=2) is None
+
+
 # -- raw kernels, from users' own @njit code -----------------------------------------------
 def test_raw_kernels_are_callable_from_user_numba_code():
     from numba import njit

@@ -23,6 +23,7 @@ import numpy as np
 from ..frontends.coerce import as_expression, as_symbols
 from ..ir.node import Node, apply, symbol
 from ..ir.ops import OPS
+from ..ir.opspec import generation
 from ..ir.traversal import bulk, topological_order
 
 _EMPTY: frozenset[int] = frozenset()
@@ -177,12 +178,24 @@ def _adjoint_live(state: _Pass, roots: Sequence[Node]) -> set[Node]:
     return live
 
 
+_LAST_HESSIAN: list = [None, None]  # (key, pattern) of the last Hessian pattern asked for
+
+
 @bulk
 def hessian_sparsity(f, wrt: Sequence | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(rows, cols) of the structurally nonzero entries of the Hessian of scalar `f` w.r.t.
-    `wrt`, lower triangle (rows >= cols), row by row."""
+    `wrt`, lower triangle (rows >= cols), row by row. The last one is kept: a function's
+    pattern, sparse Hessian and Lagrangian ask for it in turn (seconds at 10^5 variables)."""
     f = as_expression(f)
     wrt = as_symbols(wrt, [f], role="the variables of a sparsity pattern")
+    key = (generation(), f, tuple(wrt))
+    if _LAST_HESSIAN[0] != key:
+        _LAST_HESSIAN[:] = [key, _hessian_pattern(f, wrt)]
+    rows, cols = _LAST_HESSIAN[1]
+    return rows.copy(), cols.copy()
+
+
+def _hessian_pattern(f: Node, wrt: Sequence[Node]) -> tuple[np.ndarray, np.ndarray]:
     state = _Pass([f], wrt)
     live = _adjoint_live(state, [f])
     neighbours: dict[int, set[int]] = {}

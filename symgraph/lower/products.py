@@ -19,9 +19,27 @@ from functools import cached_property
 
 from ..ad.differentiate import hessian, jacobian
 from ..ir.node import Node
+from ..ir.opspec import generation
 from . import naming
 
 Slots = list[tuple[str, Node]]
+_RECENT_JACOBIANS: dict[tuple, list[list[Node]]] = {}  # the last few, by (outputs, wrt)
+_RECENT_MAX = 2
+
+
+def shared_jacobian(outputs: Sequence[Node], wrt: Sequence[Node]) -> list[list[Node]]:
+    """`jacobian(outputs, wrt)`, kept for the next few builds of the same expression: a
+    function's value+gradient, sparse Hessian and hessp kernels are built one after another,
+    and at 10^5 variables one reverse sweep costs seconds. Nodes are interned, so the nodes
+    are the ones a new sweep would make."""
+    key = (generation(), tuple(outputs), tuple(wrt))  # a redefined op: differentiate anew
+    found = _RECENT_JACOBIANS.get(key)
+    if found is None:
+        found = jacobian(list(outputs), list(wrt))
+        if len(_RECENT_JACOBIANS) >= _RECENT_MAX:
+            del _RECENT_JACOBIANS[next(iter(_RECENT_JACOBIANS))]
+        _RECENT_JACOBIANS[key] = found
+    return [list(row) for row in found]
 
 
 class Derivatives:
@@ -42,7 +60,7 @@ class Derivatives:
 
     @cached_property
     def jacobian(self) -> list[list[Node]]:
-        return jacobian(self.outputs, self.wrt)
+        return shared_jacobian(self.outputs, self.wrt)
 
     @cached_property
     def gradient_slots(self) -> Slots:

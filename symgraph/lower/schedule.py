@@ -24,6 +24,10 @@ from ..ir.traversal import bulk, capped_tree_sizes, topological_order
 
 MAX_WIDTH = 16
 COMMENT_MAX_NODES = 8  # a step's comment shows its expression when the tree is this small
+# Programs over DAGs larger than this get no step comments: a comment costs ~0.5 ms of
+# tidying, so 10^5 of them would take a minute, and such programs run on the tape (whose
+# printed steps then show the operations alone).
+COMMENT_MAX_PROGRAM = 4_000
 
 
 NAME, CONST = "name", "const"  # Operand.kind
@@ -107,6 +111,7 @@ def schedule(name: str, outputs: Sequence[tuple[str, Node]], inputs: Sequence[No
         if node.args and node not in claimed:
             claimed[node] = label
     order = topological_order([node for _, node in outputs])
+    comments = comments and len(order) <= COMMENT_MAX_PROGRAM
     sizes = capped_tree_sizes(order, COMMENT_MAX_NODES + 1) if comments else {}
     inlined = _negations_feeding_only_sums(order, claimed)
     steps: list[Step] = []

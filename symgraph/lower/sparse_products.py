@@ -54,7 +54,7 @@ def sparse_jacobian_product(nnz: int) -> Product:
 
 def sparse_hessian_product(nnz: int) -> Product:
     def slots(d: Derivatives) -> Slots:
-        rows, cols, entries = sparse_hessian(d.outputs[0], d.wrt)
+        rows, cols, entries = sparse_hessian(d.outputs[0], d.wrt, d.jacobian[0])
         labels = [f"d2f_d{d.wrt_idents[i]}_d{d.wrt_idents[j]}"
                   for i, j in zip(rows.tolist(), cols.tolist())]
         return list(zip(labels, entries))

@@ -32,6 +32,7 @@ from ..lower.sparse_products import (
     vector_inputs,
 )
 from .build import Build, build
+from .separable import SeparableSum, separable_sum
 
 
 def csr(values: np.ndarray, rows: np.ndarray, cols: np.ndarray, shape: tuple[int, int],
@@ -96,6 +97,19 @@ class DerivativeKernels:
         self._kernels: dict[str, _Kernel] = {}
         self._patterns: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._layouts: dict[str, CsrLayout] = {}
+        self._separable: list = []  # [SeparableSum or None], once asked
+
+    @property
+    def separable(self) -> SeparableSum | None:
+        """The kernels of a large sum of small terms (runtime.separable), or None: then the
+        sparse Hessian and hessp are the symbolic kernels."""
+        if not self._separable:
+            found = None
+            if len(self.outputs) == 1 and self.backend.name == "numba":
+                found = separable_sum(self.outputs[0], self.args, self.wrt,
+                                      backend=self.backend, cache_dir=self.cache_dir)
+            self._separable.append(found)
+        return self._separable[0]
 
     def _build(self, product: Product, extra: Sequence[Node] = ()) -> _Kernel:
         kernel = self._kernels.get(product.name)
@@ -115,7 +129,9 @@ class DerivativeKernels:
 
     def hessian_pattern(self) -> tuple[np.ndarray, np.ndarray]:
         if "hess" not in self._patterns:
-            self._patterns["hess"] = hessian_sparsity(self.outputs[0], self.wrt)
+            separable = self.separable
+            self._patterns["hess"] = (hessian_sparsity(self.outputs[0], self.wrt)
+                                      if separable is None else separable.pattern)
         return self._patterns["hess"]
 
     # -- sparse derivatives ------------------------------------------------------------------
@@ -143,6 +159,9 @@ class DerivativeKernels:
 
     def hessian_values(self, x: np.ndarray) -> np.ndarray:
         """The lower triangle's nonzeros in pattern order."""
+        separable = self.separable
+        if separable is not None and np.ndim(x) == 1:
+            return separable.hessian_values(x)
         return self.kernel("sparse_hess")(x)
 
     def _layout(self, kind: str) -> CsrLayout:
@@ -182,6 +201,12 @@ class DerivativeKernels:
         return self.kernel(name)(point)
 
     def hessp(self, x: np.ndarray, v: Any) -> np.ndarray:
+        separable = self.separable
+        if separable is not None and np.ndim(x) == 1 and np.ndim(v) == 1:
+            if np.shape(v) != (len(self.wrt),):
+                raise ValueError(f"hessp: the vector needs {len(self.wrt)} value(s) per "
+                                 f"point, got shape {np.shape(v)}")
+            return separable.hessp(x, v)
         return self._with("hessp", x, v, len(self.wrt))
 
     def jvp(self, x: np.ndarray, v: Any) -> np.ndarray:
