@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from .backends.numba.cache import entry_point, resolve
-from .backends.registry import backend_named
+from .backends.registry import STRAIGHT, backend_named
 from .frontends.coerce import _names, as_expression, as_symbols, check_not_constants
 from .frontends.traced import compile_function
 from .frontends.values import real_array
@@ -33,7 +33,7 @@ from .ir.printer import to_latex, to_text
 from .lower.products import VALUE, VALUE_GRAD, VALUE_GRAD_HESS, VALUE_JAC, Product, products_for
 from .runtime import outputs
 from .runtime.build import build
-from .runtime.checked import checked_batch, checked_row
+from .runtime.checked import checked_batch, checked_row, fill_gradient
 from .runtime.reduction import compile_reduced
 from .runtime.sparse import DerivativeKernels
 
@@ -132,13 +132,51 @@ class CompiledFunction:
         self._batches = built.threaded
         self._hessian_function: CompiledFunction | None = None
         self._derivative_kernels: DerivativeKernels | None = None
-        # Per-instance fast paths (they shadow the methods of the same name): one closure
-        # between the caller and the kernel, with everything it needs bound in advance.
-        self._value = self._bind(VALUE.name, self._m, _VALUE if self.scalar else _OUT)
+        self._entries: dict[tuple[str, str], Callable[..., Any]] = {}  # point kernels
+        self._bind_all()
+
+    def _bind_all(self) -> None:
+        """The per-instance fast paths (they shadow the methods of the same name): one
+        function between the caller and the kernel, with everything it needs bound in
+        advance; the module's own ``NAME_api`` where it has one (backends.numba.point)."""
+        self._value = self._points(VALUE.name, None, self._bind(
+            VALUE.name, self._m, _VALUE if self.scalar else _OUT))
         if self.scalar:
-            self.value_and_grad = self._bind(VALUE_GRAD.name, 1 + self._k, _VALUE_GRAD,
-                                             "value_and_grad")
-            self.grad = self._bind(VALUE_GRAD.name, 1 + self._k, _GRAD, "grad")
+            self.value_and_grad = self._points(VALUE_GRAD.name, False, self._bind(
+                VALUE_GRAD.name, 1 + self._k, _VALUE_GRAD, "value_and_grad"))
+            self.grad = self._points(VALUE_GRAD.name, True, self._bind(
+                VALUE_GRAD.name, 1 + self._k, _GRAD, "grad"))
+
+    def _points(self, kernel: str, grad: bool | None, slow: Callable[..., Any]
+                ) -> Callable[..., Any]:
+        """`slow` behind the module's one-point function for `kernel`, if it has one: numbers
+        or a float64 array go straight to the compiled ``NAME_point``, all else to `slow`."""
+        api = getattr(self.module, kernel + "_api", None) if self.strategy == STRAIGHT else None
+        if api is None or kernel not in self._rows:
+            return slow
+        point = getattr(self.module, kernel + "_point")
+        gradient = () if kernel == VALUE.name else (np.empty(0),)
+        entries = [self._entry(point, (tuple([0.0] * self._n), *gradient), "numbers"),
+                   self._entry(point, (np.empty(0), *gradient), "array")]
+        call = api(*entries, slow) if grad is None else api(*entries, slow, grad)
+        call.__name__ = slow.__name__
+        call.__qualname__, call.__doc__ = slow.__qualname__, slow.__doc__
+        return call
+
+    def _entry(self, kernel: Any, stand_ins: tuple, form: str) -> Callable[..., Any]:
+        """`kernel`'s entry point for the types of `stand_ins` (its machine code, no type
+        resolution), or a first call that compiles it and binds the fast paths again."""
+        key = (kernel.__name__, form)
+        entry = self._entries.get(key) or entry_point(kernel, stand_ins)
+        if entry is not None:
+            return entry
+
+        def first(*args: Any) -> Any:
+            self._entries[key] = call = resolve(kernel, stand_ins)  # (the dispatcher: failed)
+            self._bind_all()
+            return call(*args)
+
+        return first
 
     @property
     def source(self) -> str:
@@ -261,8 +299,17 @@ class CompiledFunction:
             out = run(kernel, size, values, named)
             return _finish_batch(out, kind) if out.ndim == 2 else _finish(out, kind)
 
+        def into(values: tuple, named: dict, out: Any) -> Any:  # the gradient into `out`
+            result = slow(values, named)
+            gradient = result if grads else result[1]
+            fill_gradient(out, gradient, name, [s.value for s in self.args])
+            return out if grads else result[0]
+
         def call(*values: Any, **named: Any) -> Any:
             if named or not values:
+                out = named.pop("out", None) if values_grads or grads else None
+                if out is not None:
+                    return into(values, named, out)
                 return slow(values, named)
             if len(values) == n and type(values[0]) is float:
                 if n == 1 and shared:
