@@ -38,6 +38,9 @@ from .runtime.reduction import compile_reduced
 from .runtime.sparse import DerivativeKernels
 
 _F64 = np.dtype(np.float64)
+# Numbers whose float() is the float64 NumPy makes of them (Python's and NumPy's real scalars)
+_NUMBERS = frozenset({float, int, bool, np.float64, np.float32, np.float16, np.bool_} | {
+    getattr(np, f"{sign}int{bits}") for sign in ("", "u") for bits in (8, 16, 32, 64)})
 _VALUE, _OUT, _VALUE_GRAD, _GRAD = range(4)  # what a bound call returns
 
 
@@ -139,18 +142,17 @@ class CompiledFunction:
         """The per-instance fast paths (they shadow the methods of the same name): one
         function between the caller and the kernel, with everything it needs bound in
         advance; the module's own ``NAME_api`` where it has one (backends.numba.point)."""
-        self._value = self._points(VALUE.name, None, self._bind(
-            VALUE.name, self._m, _VALUE if self.scalar else _OUT))
+        [self._value] = self._points(VALUE.name, [self._bind(
+            VALUE.name, self._m, _VALUE if self.scalar else _OUT)])
         if self.scalar:
-            self.value_and_grad = self._points(VALUE_GRAD.name, False, self._bind(
-                VALUE_GRAD.name, 1 + self._k, _VALUE_GRAD, "value_and_grad"))
-            self.grad = self._points(VALUE_GRAD.name, True, self._bind(
-                VALUE_GRAD.name, 1 + self._k, _GRAD, "grad"))
+            self.value_and_grad, self.grad = self._points(VALUE_GRAD.name, [
+                self._bind(VALUE_GRAD.name, 1 + self._k, _VALUE_GRAD, "value_and_grad"),
+                self._bind(VALUE_GRAD.name, 1 + self._k, _GRAD, "grad")])
 
-    def _points(self, kernel: str, grad: bool | None, slow: Callable[..., Any]
-                ) -> Callable[..., Any]:
-        """`slow` behind the module's one-point function for `kernel`, if it has one: numbers
-        or a float64 array go straight to the compiled ``NAME_point``, all else to `slow`."""
+    def _points(self, kernel: str, slow: list[Callable[..., Any]]) -> list[Callable[..., Any]]:
+        """The `slow` methods behind the module's one-point functions for `kernel`, if it has
+        them: numbers or a float64 array go straight to the compiled ``NAME_point``, all else
+        to `slow`."""
         api = getattr(self.module, kernel + "_api", None) if self.strategy == STRAIGHT else None
         if api is None or kernel not in self._rows:
             return slow
@@ -158,10 +160,12 @@ class CompiledFunction:
         gradient = () if kernel == VALUE.name else (np.empty(0),)
         entries = [self._entry(point, (tuple([0.0] * self._n), *gradient), "numbers"),
                    self._entry(point, (np.empty(0), *gradient), "array")]
-        call = api(*entries, slow) if grad is None else api(*entries, slow, grad)
-        call.__name__ = slow.__name__
-        call.__qualname__, call.__doc__ = slow.__qualname__, slow.__doc__
-        return call
+        made = api(*entries, *slow)
+        calls = list(made) if isinstance(made, tuple) else [made]
+        for call, method in zip(calls, slow):
+            call.__name__, call.__qualname__ = method.__name__, method.__qualname__
+            call.__doc__ = method.__doc__
+        return calls
 
     def _entry(self, kernel: Any, stand_ins: tuple, form: str) -> Callable[..., Any]:
         """`kernel`'s entry point for the types of `stand_ins` (its machine code, no type
@@ -246,7 +250,9 @@ class CompiledFunction:
                 raise TypeError(f"point by name needs exactly {[s.value for s in self.args]}; "
                                 f"missing {missing}, unknown {unknown}")
             values = tuple(named[s.value] for s in self.args)
-        if (named or len(values) > 1) and any(np.ndim(v) > 0 for v in values):
+        if all(type(v) in _NUMBERS for v in values):  # float() is NumPy's conversion
+            point = [float(v) for v in values]
+        elif (named or len(values) > 1) and any(np.ndim(v) > 0 for v in values):
             # One value (or array of values) per variable: the variables are the columns
             # of a batch, whatever the arrays' length (never rows read as points).
             point = _columns(values, [s.value for s in self.args])
@@ -306,10 +312,11 @@ class CompiledFunction:
             return out if grads else result[0]
 
         def call(*values: Any, **named: Any) -> Any:
-            if named or not values:
-                out = named.pop("out", None) if values_grads or grads else None
+            if named and (values_grads or grads):
+                out = named.pop("out", None)
                 if out is not None:
                     return into(values, named, out)
+            if named or not values:
                 return slow(values, named)
             if len(values) == n and type(values[0]) is float:
                 if n == 1 and shared:

@@ -19,7 +19,8 @@ from symgraph.lower.naming import input_identifiers
 from symgraph.lower.schedule import MAX_WIDTH, schedule
 
 HOSTILE_NAMES = ["lambda", "np", "math", "t0", "f", "df_dx", "_x", "_out", "x; import os",
-                 'a"""b', "x\nimport os", "2x", "θ", "print", "", "d2f_dx_dx", "__import__"]
+                 'a"""b', "x\nimport os", "2x", "θ", "print", "", "d2f_dx_dx", "__import__",
+                 "out"]
 
 
 def test_source_is_byte_identical_across_hash_seeds():
@@ -58,12 +59,14 @@ def test_kernels_over_hostile_names_compile_and_compute_correctly(backend):
     value, gradient = fn.value_and_grad(point)
     total = sum(range(1, len(syms) + 1))
     assert value == total
+    floats = fn.value_and_grad(*point)  # (the one-point function unpacks them by name)
+    assert floats[0] == value and floats[1].tolist() == gradient.tolist()
     assert gradient[0] == total + 1 and gradient[1] == 2.0
     tree = ast.parse(fn.source)
     imported = {alias.name for node in ast.walk(tree)
                 if isinstance(node, (ast.Import, ast.ImportFrom)) for alias in node.names}
     assert imported <= {"math", "numpy", "njit", "fetch_add", "load_acquire", "straight_line",
-                        "lane_loops", *vecmath.PUBLIC}  # no name became a statement
+                        "point_line", "lane_loops", *vecmath.PUBLIC}  # no name became a statement
 
 
 def test_one_statement_per_node_and_wide_sums_are_split():

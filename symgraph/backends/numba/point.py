@@ -30,7 +30,7 @@ _I1, _I2, _I3 = INDENT, INDENT * 2, INDENT * 3
 
 def has_point(p: Program) -> bool:
     """Whether `p` gets a point kernel: a scalar's value, or its value and gradient."""
-    return (len(p.inputs) <= MAX_INPUTS and len(p.outputs) >= 1
+    return (1 <= len(p.inputs) <= MAX_INPUTS and len(p.outputs) >= 1
             and (p.name == "value_grad" or (p.name == "value" and len(p.outputs) == 1)))
 
 
@@ -45,61 +45,81 @@ def point_lines(p: Program) -> list[str]:
 
 
 def _api(p: Program) -> list[str]:
-    n, k, gradient = len(p.inputs), len(p.outputs) - 1, p.name != "value"
-    names = ", ".join(p.inputs)
+    n = len(p.inputs)
+    if p.name == "value":
+        doc = ["symgraph.api's value call at one point: floats or ints go to value_point as "
+               "a tuple", f"(_point: its compiled entry), a float64 array of shape ({n},) as "
+               "it is (_points); anything", "else to _slow, the API's checked path (the same "
+               'numbers; its errors)."""']
+        lines = ["def value_api(_point, _points, _slow):", f'{_I1}"""{doc[0]}',
+                 *(_I1 + d for d in doc[1:]), f"{_I1}_array, _f64 = np.ndarray, np.dtype(np.float64)"]
+        return lines + ["", *_call(p, "value", "_slow", {"": ["return {k}(_p)"]}), "",
+                        f"{_I1}return value"]
+    k = len(p.outputs) - 1
+    doc = ["symgraph.api's value_and_grad and grad at one point: floats or ints go to",
+           f"{p.name}_point as a tuple (_point: its compiled entry), a float64 array of "
+           f"shape ({n},)", "as it is (_points); the gradient into a new array, or into out. "
+           "Anything else goes", "to _slow and _slow_grad, the API's checked paths (the same "
+           'numbers; their errors)."""']
+    fits = (f"type(out) is _array and out.shape == ({k},) and out.dtype is _f64 and "
+            "out.flags.carray")
+    lines = [f"def {p.name}_api(_point, _points, _slow, _slow_grad):", f'{_I1}"""{doc[0]}',
+             *(_I1 + d for d in doc[1:]),
+             f"{_I1}_empty, _array, _f64 = np.empty, np.ndarray, np.dtype(np.float64)"]
+    both = {"out is None": [f"_g = _empty({k})", "return {k}(_p, _g), _g"],
+            fits: ["return {k}(_p, out)"]}
+    grad = {"out is None": [f"_g = _empty({k})", "{k}(_p, _g)", "return _g"],
+            fits: ["{k}(_p, out)", "return out"]}
+    return lines + ["", *_call(p, "value_and_grad", "_slow", both), "",
+                    *_call(p, "grad", "_slow_grad", grad), "",
+                    f"{_I1}return value_and_grad, grad"]
+
+
+def _call(p: Program, name: str, slow: str, cases: dict[str, list[str]]) -> list[str]:
+    """The closure `name`: its numbers and array fast paths, each taking the first of `cases`
+    (condition -> statements, with {k} the kernel) that holds, else `slow`."""
+    n, names, out = len(p.inputs), ", ".join(p.inputs), ", out=None" if name != "value" else ""
     numbers = [f"(type({v}) is float or type({v}) is int)" for v in p.inputs]
+
+    def taken(kernel: str, indent: str, guarded: bool) -> list[str]:
+        lines = []
+        for keyword, (condition, statements) in zip(["if", *["elif"] * len(cases)],
+                                                    cases.items()):
+            body = [s.format(k=kernel) for s in statements]
+            if condition:
+                line = f"{indent}{keyword} {condition}:"
+                if len(line) > 96:  # the out check: its last term on a line of its own
+                    head, _, last = condition.rpartition(" and ")
+                    line = f"{indent}{keyword} ({head}\n{indent}{INDENT * 2}and {last}):"
+                lines.append(line)
+                inner = indent + INDENT
+            else:
+                inner = indent
+            if guarded:  # an int too big for a float: _slow says so
+                lines += [f"{inner}try:", *(f"{inner}{INDENT}{b}" for b in body),
+                          f"{inner}except (TypeError, OverflowError):  # an int beyond floats",
+                          f"{inner}{INDENT}pass"]
+            else:
+                lines += [inner + b for b in body]
+        return lines
+
     array = f"type({{a}}) is _array and {{a}}.shape == ({n},) and {{a}}.dtype is _f64 and " \
             "{a}.flags.carray"
-    if gradient:
-        head = [f"def {p.name}_api(_point, _points, _slow, _grad):",
-                f'{_I1}"""symgraph.api\'s value_and_grad (grad, with _grad) at one point: '
-                f"floats or ints",
-                f"{_I1}go to {p.name}_point as a tuple (_point: its compiled entry), a float64 "
-                f"array of",
-                f"{_I1}shape ({n},) as it is (_points); the gradient into a new array, or "
-                f"into out. Anything",
-                f'{_I1}else goes to _slow, the API\'s checked path (the same numbers; its '
-                f'errors)."""',
-                f"{_I1}_empty, _array, _f64 = np.empty, np.ndarray, np.dtype(np.float64)", "",
-                f"{_I1}def call(*_x, out=None, **_named):"]
-        found = [f"{_I2}if _kernel is not None and (out is None or (",
-                 f"{_I3}{INDENT}type(out) is _array and out.shape == ({k},) and out.dtype is _f64",
-                 f"{_I3}{INDENT}and out.flags.carray)):",
-                 f"{_I3}_g = _empty({k}) if out is None else out",
-                 f"{_I3}try:", f"{_I3}{INDENT}_value = _kernel(_p, _g)",
-                 f"{_I3}except (TypeError, OverflowError):  # an int too big for a float",
-                 f"{_I3}{INDENT}return _slow(*_x, out=out)",
-                 f"{_I3}if _grad or out is not None:",
-                 f"{_I3}{INDENT}return _g if _grad else _value",
-                 f"{_I3}return _value, _g"]
-        tail = [f"{_I2}return _slow(*_x, out=out, **_named)"]
-    else:
-        head = ["def value_api(_point, _points, _slow):",
-                f'{_I1}"""symgraph.api\'s value call at one point: floats or ints go to '
-                "value_point as a",
-                f"{_I1}tuple (_point: its compiled entry), a float64 array of shape ({n},) as "
-                "it is (_points).",
-                f'{_I1}Anything else goes to _slow, the API\'s checked path (the same numbers; '
-                'its errors)."""',
-                f"{_I1}_array, _f64 = np.ndarray, np.dtype(np.float64)", "",
-                f"{_I1}def call(*_x, **_named):"]
-        found = [f"{_I2}if _kernel is not None:", f"{_I3}try:",
-                 f"{_I3}{INDENT}return _kernel(_p)",
-                 f"{_I3}except (TypeError, OverflowError):  # an int too big for a float",
-                 f"{_I3}{INDENT}return _slow(*_x)"]
-        tail = [f"{_I2}return _slow(*_x, **_named)"]
-    body = [f"{_I2}_kernel = None", f"{_I2}if _named:", f"{_I3}pass",
-            f"{_I2}elif len(_x) == {n}:", f"{_I3}{names}{',' if n == 1 else ''} = _x"]
+    lines = [f"{_I1}def {name}(*_x{out}, **_named):",
+             f"{_I2}if len(_x) == {n} and not _named:",
+             f"{_I3}{names}{',' if n == 1 else ''} = _x", *_condition("if", numbers),
+             *taken("_point", _I3 + INDENT, True)]
     if n == 1:
         v = p.inputs[0]
-        body += [*_condition("if", numbers), f"{_I3}{INDENT}_kernel, _p = _point, _x",
-                 f"{_I3}elif {array.format(a=v)}:", f"{_I3}{INDENT}_kernel, _p = _points, {v}"]
+        lines += [f"{_I3}elif {array.format(a=v)}:", *taken("_points", _I3 + INDENT, False)]
+        lines = [line.replace("(_p", f"({v}") if "_points" in line else line for line in lines]
+        lines = [line.replace("_point(_p", "_point(_x") for line in lines]
     else:
-        body += [*_condition("if", numbers), f"{_I3}{INDENT}_kernel, _p = _point, _x",
-                 f"{_I2}elif len(_x) == 1:", f"{_I3}_p = _x[0]",
-                 f"{_I3}if {array.format(a='_p')}:", f"{_I3}{INDENT}_kernel = _points"]
-    body += [*found, *tail]
-    return [*head, *body, "", f"{_I1}return call"]
+        lines += [f"{_I2}elif len(_x) == 1 and not _named:", f"{_I3}_p = _x[0]",
+                  f"{_I3}if {array.format(a='_p')}:", *taken("_points", _I3 + INDENT, False)]
+        lines = [line.replace("_point(_p", "_point(_x") for line in lines]
+    extra = ", out=out" if out else ""
+    return lines + [f"{_I2}return {slow}(*_x{extra}, **_named)"]
 
 
 def _condition(keyword: str, terms: list[str], per_line: int = 2) -> list[str]:
