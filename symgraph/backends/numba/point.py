@@ -52,7 +52,8 @@ def _api(p: Program) -> list[str]:
                "it is (_points); anything", "else to _slow, the API's checked path (the same "
                'numbers; its errors)."""']
         lines = ["def value_api(_point, _points, _slow):", f'{_I1}"""{doc[0]}',
-                 *(_I1 + d for d in doc[1:]), f"{_I1}_array, _f64 = np.ndarray, np.dtype(np.float64)"]
+                 *(_I1 + d for d in doc[1:]),
+                 f"{_I1}_array, _f64 = np.ndarray, np.dtype(np.float64)"]
         return lines + ["", *_call(p, "value", "_slow", {"": ["return {k}(_p)"]}), "",
                         f"{_I1}return value"]
     k = len(p.outputs) - 1
