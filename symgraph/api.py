@@ -9,8 +9,13 @@ Every derivative comes from one fused kernel (value and gradient in a single pas
 forward subexpressions). A point is floats, a 1-D array, or keywords by symbol name; a batch is
 a 2-D array with one row per point, or one array per variable (by position or by name,
 broadcast together like NumPy's operands): ``fn(xs, ys)`` is ``fn(np.column_stack([xs, ys]))``.
+``fn.value_and_grad(x, y, out=g)`` writes the gradient into a preallocated array and returns
+the value (for loops that call it millions of times).
 
-This module is the calling side (the fast paths between a caller and a kernel); building the
+At one point, a Numba module's own ``NAME_api`` function (backends.numba.point) is what the
+methods are: numbers or one float64 array go straight into the compiled ``NAME_point``; it
+hands everything else to the checked path here. This module is the calling side (the fast
+paths between a caller and a kernel); building the
 kernels (cache lookup, programs for the products asked for, strategy, module or tapes) is
 `runtime.build`'s, and what a backend's kernels can do is its record's (`backends.registry`).
 """
@@ -34,6 +39,7 @@ from .lower.products import VALUE, VALUE_GRAD, VALUE_GRAD_HESS, VALUE_JAC, Produ
 from .runtime import outputs
 from .runtime.build import build
 from .runtime.checked import checked_batch, checked_row, fill_gradient
+from .runtime.points import PointEntries
 from .runtime.reduction import compile_reduced
 from .runtime.sparse import DerivativeKernels
 
@@ -135,52 +141,21 @@ class CompiledFunction:
         self._batches = built.threaded
         self._hessian_function: CompiledFunction | None = None
         self._derivative_kernels: DerivativeKernels | None = None
-        self._entries: dict[tuple[str, str], Callable[..., Any]] = {}  # point kernels
+        self._points = PointEntries(self.module if self.strategy == STRAIGHT else None,
+                                    self._n, self._bind_all)
         self._bind_all()
 
     def _bind_all(self) -> None:
         """The per-instance fast paths (they shadow the methods of the same name): one
         function between the caller and the kernel, with everything it needs bound in
         advance; the module's own ``NAME_api`` where it has one (backends.numba.point)."""
-        [self._value] = self._points(VALUE.name, [self._bind(
+        points = self._points.methods
+        [self._value] = points(VALUE.name, [self._bind(
             VALUE.name, self._m, _VALUE if self.scalar else _OUT)])
         if self.scalar:
-            self.value_and_grad, self.grad = self._points(VALUE_GRAD.name, [
+            self.value_and_grad, self.grad = points(VALUE_GRAD.name, [
                 self._bind(VALUE_GRAD.name, 1 + self._k, _VALUE_GRAD, "value_and_grad"),
                 self._bind(VALUE_GRAD.name, 1 + self._k, _GRAD, "grad")])
-
-    def _points(self, kernel: str, slow: list[Callable[..., Any]]) -> list[Callable[..., Any]]:
-        """The `slow` methods behind the module's one-point functions for `kernel`, if it has
-        them: numbers or a float64 array go straight to the compiled ``NAME_point``, all else
-        to `slow`."""
-        api = getattr(self.module, kernel + "_api", None) if self.strategy == STRAIGHT else None
-        if api is None or kernel not in self._rows:
-            return slow
-        point = getattr(self.module, kernel + "_point")
-        gradient = () if kernel == VALUE.name else (np.empty(0),)
-        entries = [self._entry(point, (tuple([0.0] * self._n), *gradient), "numbers"),
-                   self._entry(point, (np.empty(0), *gradient), "array")]
-        made = api(*entries, *slow)
-        calls = list(made) if isinstance(made, tuple) else [made]
-        for call, method in zip(calls, slow):
-            call.__name__, call.__qualname__ = method.__name__, method.__qualname__
-            call.__doc__ = method.__doc__
-        return calls
-
-    def _entry(self, kernel: Any, stand_ins: tuple, form: str) -> Callable[..., Any]:
-        """`kernel`'s entry point for the types of `stand_ins` (its machine code, no type
-        resolution), or a first call that compiles it and binds the fast paths again."""
-        key = (kernel.__name__, form)
-        entry = self._entries.get(key) or entry_point(kernel, stand_ins)
-        if entry is not None:
-            return entry
-
-        def first(*args: Any) -> Any:
-            self._entries[key] = call = resolve(kernel, stand_ins)  # (the dispatcher: failed)
-            self._bind_all()
-            return call(*args)
-
-        return first
 
     @property
     def source(self) -> str:
@@ -363,12 +338,15 @@ class CompiledFunction:
         return self._value(*values, **named)
 
     def value_and_grad(self, *values, **named):
-        """(value, gradient) of a scalar expression, from one fused kernel."""
+        """(value, gradient) of a scalar expression, from one fused kernel; with
+        ``out=g`` (a writeable float64 array of the gradient's shape) the gradient fills `g`
+        and only the value is returned."""
         self._require_scalar("value_and_grad")
         return self._bind(VALUE_GRAD.name, 1 + self._k, _VALUE_GRAD)(*values, **named)
 
     def grad(self, *values, **named) -> np.ndarray:
-        """The gradient of a scalar expression (from the fused value+gradient kernel)."""
+        """The gradient of a scalar expression (from the fused value+gradient kernel); with
+        ``out=g``, written into `g`, which is returned."""
         self._require_scalar("value_and_grad")
         return self._bind(VALUE_GRAD.name, 1 + self._k, _GRAD)(*values, **named)
 
