@@ -9,8 +9,13 @@ Every derivative comes from one fused kernel (value and gradient in a single pas
 forward subexpressions). A point is floats, a 1-D array, or keywords by symbol name; a batch is
 a 2-D array with one row per point, or one array per variable (by position or by name,
 broadcast together like NumPy's operands): ``fn(xs, ys)`` is ``fn(np.column_stack([xs, ys]))``.
+``fn.value_and_grad(x, y, out=g)`` writes the gradient into a preallocated array and returns
+the value (for loops that call it millions of times).
 
-This module is the calling side (the fast paths between a caller and a kernel); building the
+At one point, a Numba module's own ``NAME_api`` function (backends.numba.point) is what the
+methods are: numbers or one float64 array go straight into the compiled ``NAME_point``; it
+hands everything else to the checked path here. This module is the calling side (the fast
+paths between a caller and a kernel); building the
 kernels (cache lookup, programs for the products asked for, strategy, module or tapes) is
 `runtime.build`'s, and what a backend's kernels can do is its record's (`backends.registry`).
 """
@@ -24,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from .backends.numba.cache import entry_point, resolve
-from .backends.registry import backend_named
+from .backends.registry import STRAIGHT, backend_named
 from .frontends.coerce import _names, as_expression, as_symbols, check_not_constants
 from .frontends.traced import compile_function
 from .frontends.values import real_array
@@ -33,11 +38,15 @@ from .ir.printer import to_latex, to_text
 from .lower.products import VALUE, VALUE_GRAD, VALUE_GRAD_HESS, VALUE_JAC, Product, products_for
 from .runtime import outputs
 from .runtime.build import build
-from .runtime.checked import checked_batch, checked_row
+from .runtime.checked import checked_batch, checked_row, fill_gradient
+from .runtime.points import PointEntries
 from .runtime.reduction import compile_reduced
 from .runtime.sparse import DerivativeKernels
 
 _F64 = np.dtype(np.float64)
+# Numbers whose float() is the float64 NumPy makes of them (Python's and NumPy's real scalars)
+_NUMBERS = frozenset({float, int, bool, np.float64, np.float32, np.float16, np.bool_} | {
+    getattr(np, f"{sign}int{bits}") for sign in ("", "u") for bits in (8, 16, 32, 64)})
 _VALUE, _OUT, _VALUE_GRAD, _GRAD = range(4)  # what a bound call returns
 
 
@@ -132,13 +141,21 @@ class CompiledFunction:
         self._batches = built.threaded
         self._hessian_function: CompiledFunction | None = None
         self._derivative_kernels: DerivativeKernels | None = None
-        # Per-instance fast paths (they shadow the methods of the same name): one closure
-        # between the caller and the kernel, with everything it needs bound in advance.
-        self._value = self._bind(VALUE.name, self._m, _VALUE if self.scalar else _OUT)
+        self._points = PointEntries(self.module if self.strategy == STRAIGHT else None,
+                                    self._n, self._bind_all)
+        self._bind_all()
+
+    def _bind_all(self) -> None:
+        """The per-instance fast paths (they shadow the methods of the same name): one
+        function between the caller and the kernel, with everything it needs bound in
+        advance; the module's own ``NAME_api`` where it has one (backends.numba.point)."""
+        points = self._points.methods
+        [self._value] = points(VALUE.name, [self._bind(
+            VALUE.name, self._m, _VALUE if self.scalar else _OUT)])
         if self.scalar:
-            self.value_and_grad = self._bind(VALUE_GRAD.name, 1 + self._k, _VALUE_GRAD,
-                                             "value_and_grad")
-            self.grad = self._bind(VALUE_GRAD.name, 1 + self._k, _GRAD, "grad")
+            self.value_and_grad, self.grad = points(VALUE_GRAD.name, [
+                self._bind(VALUE_GRAD.name, 1 + self._k, _VALUE_GRAD, "value_and_grad"),
+                self._bind(VALUE_GRAD.name, 1 + self._k, _GRAD, "grad")])
 
     @property
     def source(self) -> str:
@@ -208,7 +225,9 @@ class CompiledFunction:
                 raise TypeError(f"point by name needs exactly {[s.value for s in self.args]}; "
                                 f"missing {missing}, unknown {unknown}")
             values = tuple(named[s.value] for s in self.args)
-        if (named or len(values) > 1) and any(np.ndim(v) > 0 for v in values):
+        if all(type(v) in _NUMBERS for v in values):  # float() is NumPy's conversion
+            point = [float(v) for v in values]
+        elif (named or len(values) > 1) and any(np.ndim(v) > 0 for v in values):
             # One value (or array of values) per variable: the variables are the columns
             # of a batch, whatever the arrays' length (never rows read as points).
             point = _columns(values, [s.value for s in self.args])
@@ -261,7 +280,17 @@ class CompiledFunction:
             out = run(kernel, size, values, named)
             return _finish_batch(out, kind) if out.ndim == 2 else _finish(out, kind)
 
+        def into(values: tuple, named: dict, out: Any) -> Any:  # the gradient into `out`
+            result = slow(values, named)
+            gradient = result if grads else result[1]
+            fill_gradient(out, gradient, name, [s.value for s in self.args])
+            return out if grads else result[0]
+
         def call(*values: Any, **named: Any) -> Any:
+            if named and (values_grads or grads):
+                out = named.pop("out", None)
+                if out is not None:
+                    return into(values, named, out)
             if named or not values:
                 return slow(values, named)
             if len(values) == n and type(values[0]) is float:
@@ -309,12 +338,15 @@ class CompiledFunction:
         return self._value(*values, **named)
 
     def value_and_grad(self, *values, **named):
-        """(value, gradient) of a scalar expression, from one fused kernel."""
+        """(value, gradient) of a scalar expression, from one fused kernel; with
+        ``out=g`` (a writeable float64 array of the gradient's shape) the gradient fills `g`
+        and only the value is returned."""
         self._require_scalar("value_and_grad")
         return self._bind(VALUE_GRAD.name, 1 + self._k, _VALUE_GRAD)(*values, **named)
 
     def grad(self, *values, **named) -> np.ndarray:
-        """The gradient of a scalar expression (from the fused value+gradient kernel)."""
+        """The gradient of a scalar expression (from the fused value+gradient kernel); with
+        ``out=g``, written into `g`, which is returned."""
         self._require_scalar("value_and_grad")
         return self._bind(VALUE_GRAD.name, 1 + self._k, _GRAD)(*values, **named)
 

@@ -19,7 +19,8 @@ from symgraph.lower.naming import input_identifiers
 from symgraph.lower.schedule import MAX_WIDTH, schedule
 
 HOSTILE_NAMES = ["lambda", "np", "math", "t0", "f", "df_dx", "_x", "_out", "x; import os",
-                 'a"""b', "x\nimport os", "2x", "θ", "print", "", "d2f_dx_dx", "__import__"]
+                 'a"""b', "x\nimport os", "2x", "θ", "print", "", "d2f_dx_dx", "__import__",
+                 "out"]
 
 
 def test_source_is_byte_identical_across_hash_seeds():
@@ -58,12 +59,14 @@ def test_kernels_over_hostile_names_compile_and_compute_correctly(backend):
     value, gradient = fn.value_and_grad(point)
     total = sum(range(1, len(syms) + 1))
     assert value == total
+    floats = fn.value_and_grad(*point)  # (the one-point function unpacks them by name)
+    assert floats[0] == value and floats[1].tolist() == gradient.tolist()
     assert gradient[0] == total + 1 and gradient[1] == 2.0
     tree = ast.parse(fn.source)
     imported = {alias.name for node in ast.walk(tree)
                 if isinstance(node, (ast.Import, ast.ImportFrom)) for alias in node.names}
     assert imported <= {"math", "numpy", "njit", "fetch_add", "load_acquire", "straight_line",
-                        "lane_loops", *vecmath.PUBLIC}  # no name became a statement
+                        "point_line", "lane_loops", *vecmath.PUBLIC}  # no name became a statement
 
 
 def test_one_statement_per_node_and_wide_sums_are_split():
@@ -98,7 +101,11 @@ def _numba_twins(expr, args):
 
     fn = sg.compile(expr, args)
     reference = njit(error_model="numpy")(fn.module.value_grad_steps)
-    return fn.module.value_grad_row, reference, 1 + len(args)
+
+    def point(x, out):  # the one-point kernel (the steps lowered for a tuple of floats)
+        out[0], out[1:] = fn.value_and_grad(*x.tolist())
+
+    return [fn.module.value_grad_row, point], reference, 1 + len(args)
 
 
 EDGES = [0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 3.0, 1e300, -1e300, 1e-310, np.inf, -np.inf, np.nan]
@@ -106,6 +113,7 @@ EDGES = [0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 3.0, 1e300, -1e300, 1e-310, np.inf, -n
 
 @pytest.mark.parametrize("op", sorted(OPS))
 def test_lowered_steps_give_the_bits_of_numbas_own_compile_for_every_op(op):
+    # (in the row kernel, and in the point kernel a call with floats runs)
     spec = OPS[op]
     arity = 2 if spec.arity < 0 else spec.arity
     args = sg.symbols("a b c")[:arity]
@@ -118,15 +126,17 @@ def test_lowered_steps_give_the_bits_of_numbas_own_compile_for_every_op(op):
     points = [list(rng.choice(EDGES, arity)) for _ in range(60)]
     points += [list(rng.uniform(-3, 3, arity)) for _ in range(20)]
     for expr in expressions:
-        ours, reference, size = _numba_twins(expr, list(args))
+        kernels, reference, size = _numba_twins(expr, list(args))
         for point in points:
             x = np.array(point, dtype=np.float64)
-            got, want = np.empty(size), np.empty(size)
-            ours(x, got)
+            want = np.empty(size)
             reference(x, want)
-            same_nans = np.array_equal(np.isnan(got), np.isnan(want))
-            bits = [np.where(np.isnan(v), 0.0, v).tobytes() for v in (got, want)]
-            assert same_nans and bits[0] == bits[1], (op, point, got, want)  # -0.0 too
+            for ours in kernels:
+                got = np.empty(size)
+                ours(x, got)
+                same_nans = np.array_equal(np.isnan(got), np.isnan(want))
+                bits = [np.where(np.isnan(v), 0.0, v).tobytes() for v in (got, want)]
+                assert same_nans and bits[0] == bits[1], (op, point, got, want)  # -0.0 too
 
 
 def test_row_kernels_read_every_input_before_writing_an_output():

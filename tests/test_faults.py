@@ -45,7 +45,7 @@ out = {}
 
 def run(f, k, batch=True):
     grad = f.grad(2.0, 3.0)
-    if not batch:  # (one kernel to compile: the row's)
+    if not batch:  # (one kernel to compile: the point kernel, which floats go to)
         return {"grad": grad.tolist()}
     _, batch = f.value_and_grad(np.full(3, 2.0), np.full(3, 3.0))
     return {"grad": grad.tolist(), "batch": batch.tolist()}
@@ -190,7 +190,7 @@ TAPE_FAULTS = {
     "tape_folder": _folder,
     "tape_out_of_range": _tape_out_of_range,
 }
-NUMBA_FAULTS = {  # on the row kernel's index (.nbi) or its machine code (.nbc)
+NUMBA_FAULTS = {  # on the point kernel's index (.nbi) or its machine code (.nbc)
     "nbi_truncated": ("nbi", _truncate), "nbi_empty": ("nbi", lambda p: p.write_bytes(b"")),
     "nbi_flipped": ("nbi", _flip), "nbc_truncated": ("nbc", _truncate),
     "nbc_flipped": ("nbc", _flip), "nbc_garbage": ("nbc", _garbage),
@@ -258,7 +258,8 @@ def faulted(tmp_path_factory) -> dict:
         return found
 
     def machine_code(name: str, kind: str) -> list[Path]:
-        indexes = [Path(p) for p in first[name]["numba"] if "_row-" in p and Path(p).is_file()]
+        indexes = [Path(p) for p in first[name]["numba"]  # the one-point call's kernel
+                   if "_point-" in p and Path(p).is_file()]
         found = indexes if kind == "nbi" else [
             data for index in indexes for data in index.parent.glob(index.stem + ".*.nbc")]
         assert found, "no cache file"
@@ -338,7 +339,7 @@ def test_damaged_numba_index_or_machine_code_compiles_again(faulted):
     _check(faulted, NUMBA_FAULTS)
     for name in NUMBA_FAULTS:  # and is saved again: the process after needs no compile
         assert all(Path(p).is_file() for p in faulted["second"][name]["numba"]
-                   if "value_grad_row" in p), name
+                   if "value_grad_point" in p), name
 
 
 def test_deleting_the_cache_folder_between_compile_and_first_call_works(faulted):

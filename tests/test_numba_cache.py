@@ -61,7 +61,7 @@ def test_a_fresh_process_runs_cached_kernels_without_numbas_registry_refresh(fir
     assert not again["refreshed"]
     assert first["typed_arrays"]  # compiling typed the arguments
     assert not again["typed_arrays"]  # cached kernels were called through their entry points
-    assert {"value_grad_row", "value_grad_chunks"} <= set(again["preloaded"])
+    assert {"value_grad_point", "value_grad_chunks"} <= set(again["preloaded"])
     assert "run_batch" in again["tape_preloaded"]  # (its tape is read back: no passes to run)
     for key in ("value", "grad", "batch", "tape"):
         assert again[key] == first[key]

@@ -63,7 +63,7 @@ class Backend:
 def _load_numba(module: ModuleType) -> None:
     # The entry points' cached machine code, without Numba's per-process set-up.
     checked(dispatchers_of(module))  # every kernel's cache files: damaged ones compile again
-    preload(dispatchers_of(module, ("_row", "_chunks")))
+    preload(dispatchers_of(module, ("_row", "_chunks", "_point")))
 
 
 def _load_python(module: ModuleType) -> None:

@@ -13,8 +13,9 @@ import re
 from collections.abc import Iterable, Sequence
 
 # Names the emitted modules use themselves.
-RESERVED = frozenset({"math", "np", "numpy", "numba", "njit", "prange", "float"}) | frozenset(
-    dir(builtins))
+# ("out": the keyword of the one-point functions that unpack the inputs by name.)
+RESERVED = frozenset({"math", "np", "numpy", "numba", "njit", "prange", "float", "out"}
+                     ) | frozenset(dir(builtins))
 _GENERATED = re.compile(r"(t\d+|f\d*|d\d*f\d*_.*|_.*)$")
 _SAFE_CHAR = re.compile(r"[^A-Za-z0-9_]")
 

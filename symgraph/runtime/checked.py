@@ -20,7 +20,8 @@ Kernel = Callable[[np.ndarray, np.ndarray], None]
 def _refuse(kernel: str, argument: str, value: Any, wanted: str) -> None:
     if not isinstance(value, np.ndarray):
         got = f"a {type(value).__name__}"
-    elif not value.flags.writeable and argument.startswith(("out", "OUT")):
+    elif (not value.flags.writeable and argument.startswith(("out", "OUT"))
+          and value.dtype.kind == "f"):
         got = "a read-only array"
     else:
         got = f"an array of shape {value.shape} and dtype {value.dtype}"
@@ -66,3 +67,15 @@ def checked_batch(kernel: Kernel, name: str, n: int, m: int) -> Kernel:
     batch.unchecked = kernel  # type: ignore[attr-defined]
     batch.__name__ = batch.__qualname__ = f"{name}_batch"
     return batch
+
+
+def fill_gradient(out: Any, gradient: np.ndarray, method: str, names: list[str]) -> None:
+    """`gradient` copied into `out`, a preallocated writeable float64 array of its shape
+    (``fn.value_and_grad(x, y, out=g)``); ValueError saying what `out` must be otherwise."""
+    if not (isinstance(out, np.ndarray) and out.shape == gradient.shape
+            and out.dtype == np.float64 and out.flags.writeable):
+        hint = (" (out= takes the gradient's array: give the variable named 'out' by position)"
+                if "out" in names and not isinstance(out, np.ndarray) else "")
+        _refuse(method, "out", out,
+                f"a writeable float64 array of shape {gradient.shape}, the gradient's{hint}")
+    out[...] = gradient

@@ -163,14 +163,19 @@ _DTYPES = ("float64", "int64", "int32")
 
 def _plain_type(value: Any) -> Any:
     """Numba's type of `value` when it is plain: a writeable, aligned, C-contiguous array of
-    float64/int64/int32, or an int or float. None otherwise. No `numba.typeof`: for an array
-    it imports numpy.ma, 7-15 ms in a fresh process, to rule out masked arrays."""
+    float64/int64/int32, an int or float, None, or a tuple of floats. None otherwise. No
+    `numba.typeof`: for an array it imports numpy.ma, 7-15 ms in a fresh process, to rule out
+    masked arrays."""
     from numba.core import types
 
     if isinstance(value, int) and not isinstance(value, bool):
         return types.int64
     if isinstance(value, float):
         return types.float64
+    if value is None:
+        return types.none
+    if type(value) is tuple and value and all(type(v) is float for v in value):
+        return types.UniTuple(types.float64, len(value))  # a point as numbers
     if (type(value) is not np.ndarray or value.dtype.name not in _DTYPES
             or not value.dtype.isnative  # ('>f8' is named float64 too)
             or not (value.flags.c_contiguous and value.flags.aligned and value.flags.writeable)):

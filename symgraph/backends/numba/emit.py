@@ -32,13 +32,16 @@ from ...lower.schedule import Program
 from ..common import INDENT, module_header, needed_preludes, output_lines, step_lines
 from .batch import JIT, JIT_BATCH, batch_kernel_lines, vecmath_calls
 from .cache import runtime_digest
+from .point import has_point, point_lines
 
 RUNTIME = "symgraph.backends.numba.runtime"
 VECMATH = "symgraph.backends.numba.vecmath"
 # What the kernels' names are, after the description of the math (module docstrings).
 HOW = ["NAME_steps is each kernel in plain Python; NAME_row runs it compiled (symgraph's Numba",
        "runtime lowers each step with Numba's own code for it: the bits of an @njit of",
-       "NAME_steps). NAME_batch runs NAME_chunks, which threads share (symgraph.runtime.batching)."]
+       "NAME_steps). NAME_batch runs NAME_chunks, which threads share (symgraph.runtime.batching).",
+       "NAME_point is the same steps for one point given as numbers; NAME_api is what the API",
+       "calls with them (symgraph.backends.numba.point)."]
 STANDALONE_HOW = ["Needs only NumPy and Numba: each NAME_row is the steps, compiled by @njit;",
                   "NAME_batch runs it on each row."]
 
@@ -67,8 +70,9 @@ def emit_numba(programs: Sequence[Program], title: str, description: Sequence[st
     """The module the cache loads: kernels compiled by symgraph's Numba runtime."""
     batches = [batch_kernel_lines(p) for p in programs]
     code = "\n".join(line for b in batches for line in b)
+    points = {p.name: point_lines(p) for p in programs if has_point(p)}
     used = sorted(name for name in ("fetch_add", "lane_loops", "load_acquire")
-                  if f"{name}(" in code) + ["straight_line"]
+                  if f"{name}(" in code) + (["point_line"] if points else []) + ["straight_line"]
     steps = [_steps_function(p) for p in programs]
     # vecmath functions the lane code and the steps call (inlined, not called; plain Numba,
     # the runtime's fallback, calls them)
@@ -83,6 +87,8 @@ def emit_numba(programs: Sequence[Program], title: str, description: Sequence[st
     lines += _preludes(programs)
     for p, batch, s in zip(programs, batches, steps):
         lines += ["", "", *s, "", "", *_row_kernel(p), "", "", *batch]
+        if p.name in points:
+            lines += ["", "", *points[p.name]]
     return "\n".join(lines) + "\n"
 
 

@@ -6,7 +6,9 @@ functions, and one import line (plus one for the vecmath functions its lane code
     from symgraph.backends.numba.runtime import fetch_add, lane_loops, load_acquire, straight_line
 
 ``_NAME_steps = straight_line(NAME_steps)`` is what the jitted ``NAME_row`` calls: the steps
-lowered one by one (`lowering`), a tenth of Numba's compile time for the same machine code.
+lowered one by one (`lowering`), a tenth of Numba's compile time for the same machine code;
+``point_line(NAME_steps)`` the same steps for ``NAME_point`` (a point as a tuple of floats,
+the value returned, the gradient into an array: what the API's one-point calls run).
 ``_NAME_lanes = lane_loops(NAME_lanes, NAME_steps, ...)`` runs a lane kernel's loops on a
 chunk of a batch (`lanes`); `fetch_add` and `load_acquire` are the atomic claims with which
 threads share a batch (`claims`).
@@ -175,6 +177,27 @@ def straight_line(steps: Callable) -> Any:
                 return types.void(x, out), _compiled(steps)
             body = _lowering.steps_body(steps)
             return types.void(x, out), lambda *lowering: _lowering.lower(body, *lowering)
+        return None
+
+    typer.__name__ = steps.__name__
+    return intrinsic(typer)
+
+
+def point_line(steps: Callable) -> Any:
+    """What ``NAME_point`` calls for ``NAME_steps(_x, _out)``: an intrinsic (x, g) -> float64
+    for x a tuple of floats or a 1-D array, returning ``_out[0]`` and storing ``_out[k]`` in
+    ``g[k - 1]`` (g None: a program of one output)."""
+    if _plain():
+        return plain.point_kernel(steps)
+
+    def typer(typingctx, x, g):
+        point = (isinstance(x, types.UniTuple) and x.dtype == types.float64) or (
+            isinstance(x, types.Array) and x.ndim == 1)
+        if point and (g == types.none or (isinstance(g, types.Array) and g.ndim == 1)):
+            if not check():
+                return types.float64(x, g), _compiled(plain.point_python(steps))
+            body = _lowering.steps_body(steps)
+            return types.float64(x, g), lambda *lowering: _lowering.lower_point(body, *lowering)
         return None
 
     typer.__name__ = steps.__name__

@@ -53,6 +53,41 @@ def lower(body, context, builder, signature, args):
     return context.get_dummy_value()
 
 
+def lower_point(body, context, builder, signature, args):
+    """Emit `body` (of a ``NAME_steps(_x, _out)``) as a point kernel's code: ``_x`` is a tuple
+    of floats or a 1-D array, ``_out[0]`` is returned and ``_out[k]`` stored in ``g[k - 1]``
+    (g: an array, or None for a program of one output)."""
+    (xty, gty), (x, g) = signature.args, args
+    f64, intp = types.float64, types.intp
+    value = cgutils.alloca_once(builder, context.get_value_type(f64))  # _out[0], a register
+    if isinstance(xty, types.Array):
+        xs = context.make_array(xty)(context, builder, x)
+
+        def load(i):
+            return xty.dtype, cgutils.get_item_pointer(context, builder, xty, xs,
+                                                       [context.get_constant(intp, i)])
+    else:  # a tuple of floats, on the stack (LLVM keeps it in registers)
+        xs = cgutils.alloca_once(builder, x.type)
+        builder.store(x, xs)
+
+        def load(i):
+            return f64, builder.gep(xs, [context.get_constant(types.int32, 0),
+                                         context.get_constant(types.int32, i)])
+    gs = context.make_array(gty)(context, builder, g) if isinstance(gty, types.Array) else None
+
+    def pointer(node):  # _x[i] or _out[k]
+        i = node.slice.value
+        if node.value.id != "_out":
+            return load(i)
+        if i == 0:
+            return f64, value
+        return gty.dtype, cgutils.get_item_pointer(context, builder, gty, gs,
+                                                   [context.get_constant(intp, i - 1)])
+
+    compile_steps(context, builder, pointer, {})(stores_early(body))
+    return builder.load(value)
+
+
 def stores_early(body):
     """The steps with each output stored as soon as it is computed, not all at the end: LLVM
     then keeps fewer values alive (~8% faster at 1,500 steps). Inputs are still all read before

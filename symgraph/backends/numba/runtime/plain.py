@@ -19,6 +19,27 @@ def steps_kernel(steps: Callable) -> Callable:
     return njit(error_model="numpy")(steps)
 
 
+def point_python(steps: Callable) -> Callable:
+    """(x, g) -> float: the steps on the point x (a tuple of floats or an array), their
+    ``_out[0]`` returned and ``_out[k]`` stored in ``g[k - 1]`` (g None: only the value)."""
+    row = steps_kernel(steps)
+
+    def point(x, g):
+        out = np.empty(1 if g is None else 1 + g.shape[0])
+        row(x, out)
+        if g is not None:
+            for k in range(g.shape[0]):
+                g[k] = out[k + 1]
+        return out[0]
+
+    return point
+
+
+def point_kernel(steps: Callable) -> Callable:
+    """`point_python`, compiled."""
+    return njit(error_model="numpy")(point_python(steps))
+
+
 def rows_python(steps: Callable, chunk: int) -> Callable:
     """(X, OUT, c) -> None: the steps on each row of chunk c (rows c*chunk .. c*chunk+chunk-1),
     as plain Python over a compiled ``steps``."""

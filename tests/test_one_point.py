@@ -1,0 +1,115 @@
+"""The one-point call: the generated fast path (floats, ints or one float64 array straight into
+``NAME_point``) gives the checked path's numbers bit for bit and refuses what it refuses, with
+the same errors; ``out=`` fills a preallocated gradient and gives the plain call's numbers."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import symgraph as sg
+
+BACKENDS = ["python", "numba"]
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def backend(request) -> str:
+    return request.param  # (a parameter named backend: conftest marks the numba ones)
+
+
+@pytest.fixture(scope="module")
+def fn(backend) -> sg.CompiledFunction:
+    x, y = sg.symbols("x y")
+    # A quotient and a log: signed zeros, infinities and nan reach the outputs.
+    return sg.compile(x * x * y + sg.sin(y) + x / y + sg.log(x * x + 1), [x, y],
+                      backend=backend)
+
+
+def _checked(fn: sg.CompiledFunction, point: list) -> bytes:
+    """Value and gradient from the checked row kernel (``fn.kernels``), as bytes."""
+    row, _ = fn.kernels("value_grad")
+    out = np.empty(3)
+    row(np.array(point, dtype=np.float64), out)
+    return out.tobytes()
+
+
+def _bytes(value: float, gradient: np.ndarray) -> bytes:
+    return np.array([value, *gradient]).tobytes()
+
+
+POINTS = [[3.0, 2.0], [-0.0, 0.0], [0.0, -0.0], [math.inf, 2.0], [1.5, -math.inf],
+          [math.nan, 1.0], [3, 2], [3, 2.5], [True, 2.0], [False, True],
+          [np.float64(3.0), 2.0], [np.float32(1.5), np.int64(-2)], [2**70, 1.0],
+          [np.uint8(7), np.float16(0.5)]]
+
+
+@pytest.mark.parametrize("point", POINTS, ids=repr)
+def test_fast_and_checked_paths_give_the_same_bits(fn, point):
+    want = _checked(fn, point)
+    assert _bytes(*fn.value_and_grad(*point)) == want  # numbers, one per variable
+    assert _bytes(*fn.value_and_grad(np.array(point, dtype=np.float64))) == want  # one array
+    assert fn.grad(*point).tobytes() == want[8:]
+    assert np.array(fn(*point)).tobytes() == want[:8]
+    g = np.full(2, 7.0)
+    assert _bytes(fn.value_and_grad(*point, out=g), g) == want
+    g = np.full(2, 7.0)
+    assert fn.grad(*point, out=g) is g and g.tobytes() == want[8:]
+
+
+def test_out_gives_the_plain_calls_numbers_for_names_arrays_and_batches(fn):
+    g = np.empty(2)
+    value, gradient = fn.value_and_grad(x=3.0, y=2.0)
+    assert fn.value_and_grad(x=3.0, y=2.0, out=g) == value and g.tolist() == gradient.tolist()
+    x = np.array([3.0, 2.0])[::-1][::-1].copy()
+    strided = np.empty(4)[::2]  # not contiguous: the checked path copies into it
+    assert fn.value_and_grad(x, out=strided) == value and strided.tolist() == gradient.tolist()
+    X = np.array([[3.0, 2.0], [1.0, -1.0], [0.5, 4.0]])
+    values, grads = fn.value_and_grad(X)
+    G = np.empty((3, 2))
+    assert fn.value_and_grad(X, out=G).tolist() == values.tolist()
+    assert G.tolist() == grads.tolist()
+    G2 = np.empty((3, 2))
+    assert fn.grad(X[:, 0], X[:, 1], out=G2) is G2 and G2.tolist() == grads.tolist()
+
+
+@pytest.mark.parametrize("out", [np.empty(3), np.empty(2, np.float32), np.empty((1, 2)),
+                                 [0.0, 0.0], 1.0, np.empty(2, np.int64)],
+                         ids=["short", "float32", "2-D", "list", "float", "int64"])
+def test_out_of_the_wrong_shape_or_dtype_is_refused_naming_out(fn, out):
+    with pytest.raises(ValueError, match=r"value_and_grad: out must be a writeable float64 "
+                                         r"array of shape \(2,\)"):
+        fn.value_and_grad(3.0, 2.0, out=out)
+    with pytest.raises(ValueError, match=r"grad: out must be a writeable float64 array"):
+        fn.grad(np.array([3.0, 2.0]), out=out)
+
+
+def test_a_read_only_out_is_refused_and_left_unwritten(fn):
+    g = np.zeros(2)
+    g.flags.writeable = False
+    with pytest.raises(ValueError, match="got a read-only array"):
+        fn.value_and_grad(3.0, 2.0, out=g)
+    assert g.tolist() == [0.0, 0.0]
+
+
+@pytest.mark.parametrize(("bad", "error", "message"), [
+    (None, TypeError, r"the value of 'x' \(argument 0\) must be real numbers; got None"),
+    (1 + 2j, TypeError, r"the value of 'x' \(argument 0\) must be real numbers; got complex"),
+    ("1.5", TypeError, r"the value of 'x' \(argument 0\) must be real numbers; got the text"),
+    (10**400, OverflowError, "int too large to convert to float")], ids=repr)
+def test_refused_numbers_raise_the_checked_paths_error_through_the_fast_path(fn, bad, error,
+                                                                           message):
+    for call in (fn.value_and_grad, fn.grad, fn):
+        with pytest.raises(error, match=message):
+            call(bad, 2.0)
+    with pytest.raises(error, match=message):
+        fn.value_and_grad(bad, 2.0, out=np.empty(2))
+
+
+def test_the_numba_module_holds_the_point_kernels_and_their_api(fn):
+    if fn.backend != "numba":
+        pytest.skip("the Python backend's points take the checked path")
+    assert "def value_grad_point(_x, _g):" in fn.source
+    assert "def value_grad_api(" in fn.source and "def value_api(" in fn.source
+    assert fn.value_and_grad.__name__ == "value_and_grad" and fn.grad.__doc__
