@@ -60,6 +60,21 @@ def test_sum_and_mean_value_gradient_hessian_equal_the_unrolled_graphs(reduced, 
         np.testing.assert_allclose(fn(PARAMS, *data), value * scale, rtol=1e-13)
 
 
+def test_numba_big_row_programs_summed_one_row_at_a_time_equal_the_unrolled_graphs(
+        monkeypatch, data, unrolled):
+    # Row programs above MAX_SUM_STEPS run the lane kernel with blocks of one row (libm).
+    from symgraph.backends.numba import reduce as numba_reduce
+
+    monkeypatch.setattr(numba_reduce, "MAX_SUM_STEPS", 0)
+    fn = sg.compile(ROW, [W, b, c], data=[x, y, u], reduce="sum", hessian=True)
+    assert "block=1," in fn.source
+    value, gradient, hessian = unrolled
+    v, g = fn.value_and_grad(PARAMS, *data)
+    np.testing.assert_allclose(v, value, rtol=1e-13)
+    np.testing.assert_allclose(g, gradient, rtol=1e-13, atol=1e-15)
+    np.testing.assert_allclose(fn.hessian(PARAMS, *data), hessian, rtol=1e-12, atol=1e-14)
+
+
 def test_per_row_outputs_are_the_row_expressions_at_each_row(data):
     xs, ys, us = data
     fn = sg.compile(ROW, [W, b, c], data=[x, y, u], reduce=None, backend="python")

@@ -8,9 +8,6 @@ columns). Derivatives are taken w.r.t. parameters only, and sums are linear, so 
 gradient and Hessian are the sums of the rows' own: the products' programs are the ordinary
 row programs (`build_programs`), and the kernel accumulates their output slots. Nothing here
 depends on the number of rows.
-
-`lane_copy` renames a program's per-row names for one of several interleaved rows (a lane):
-a kernel that runs a few rows side by side keeps independent accumulator chains.
 """
 
 from __future__ import annotations
@@ -21,7 +18,7 @@ from dataclasses import dataclass
 from ..ir.node import Node
 from .products import Product
 from .programs import build_programs
-from .schedule import NAME, Operand, Program, Step
+from .schedule import Program
 
 
 @dataclass(frozen=True)
@@ -49,19 +46,3 @@ def reduce_programs(outputs: Sequence[Node], params: Sequence[Node],
     inputs = [*params, *(s for group in data for s in group)]
     programs = build_programs(outputs, inputs, wrt, products=products)
     return programs, RowLayout(len(params), tuple(len(g) for g in data))
-
-
-def lane_copy(p: Program, lane: int, shared: Sequence[str]) -> Program:
-    """`p` with every name but the `shared` ones (the parameters) suffixed ``_<lane>``."""
-    keep = frozenset(shared)
-
-    def rename(name: str) -> str:
-        return name if name in keep else f"{name}_{lane}"
-
-    def operand(o: Operand) -> Operand:
-        return Operand(NAME, rename(o.value), o.negated) if o.kind == NAME else o
-
-    steps = tuple(Step(rename(s.target), s.op, tuple(map(operand, s.operands)), s.comment)
-                  for s in p.steps)
-    return Program(p.name, tuple(map(rename, p.inputs)), steps,
-                   tuple((label, operand(o)) for label, o in p.outputs))

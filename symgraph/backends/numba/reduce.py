@@ -16,10 +16,11 @@ sum has no fix-up loop for vecmath's limited range). Each output slot keeps one 
 the block (``_A[k * BLOCK + j]``), added in a fixed tree at the chunk's end; the loops are
 emitted as LLVM IR by the runtime (``lane_sums``, runtime.sums), the parameters loaded once a
 chunk. MLP 4-8-1, 10^5 rows, value and 49 gradients: 32.7 ms a step with libm's tanh in a
-row loop, 1.9 ms as lanes. Bigger programs keep the row loop (`reduce_kernel`, where `LANES`
-interleaved rows may keep independent accumulators; one lane now). Either way the partition
-depends on the number of rows only, and runtime.reduction combines the chunks' sums pairwise:
-the same bits whatever the number of threads. ``NAME_rows(_p, _d0, ..., _OUT)`` writes each
+row loop, 1.9 ms as lanes. Bigger programs run the same kernel one row at a time (MLP's
+Hessian, 1,952 steps and 2,451 sums: 30 s of compile, mostly LLVM; the row loop compiled by
+Numba's front end took over 10 minutes). The partition depends on the number of rows only,
+and runtime.reduction combines the chunks' sums pairwise: the same bits whatever the number
+of threads. ``NAME_rows(_p, _d0, ..., _OUT)`` writes each
 row's slots instead (per-row outputs; threads take slices of rows).
 No fastmath: IEEE semantics, as in the other kernels.
 """
@@ -28,19 +29,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ...lower.reduce import RowLayout, lane_copy
+from ...lower.reduce import RowLayout
 from ...lower.schedule import NAME, Program, Step
 from ..common import INDENT, operand_text, step_lines
 from .batch import LIMITED, _slots, is_vector_step, segments, vecmath_calls
 from .cache import runtime_digest
 
 ROWS_PER_CHUNK = 4096  # ~20-100 us of work a chunk: threads share a batch evenly
-# Interleaved rows a chunk runs side by side. Measured on the text's model at 10^6 rows (2-core
-# VM): 1 lane 1.9 ms a pass, 2 lanes 2.6, 4 lanes 2.5 (memory-bound: the adds' latency hides
-# behind the loads), while each lane adds a copy of the steps to compile (4 lanes: 3x the
-# compile time). So one, until a compute-bound row program shows a gain.
-LANES = 1
-MAX_LANE_STEPS = 300  # bigger row programs run one row at a time (code size, compile time)
 JIT_NOGIL = '@njit(cache=True, error_model="numpy", nogil=True)'
 RUNTIME = "symgraph.backends.numba.runtime"
 VECMATH = "symgraph.backends.numba.vecmath"
@@ -50,8 +45,8 @@ VECMATH = "symgraph.backends.numba.vecmath"
 BLOCK = 64
 MIN_BLOCK = 8
 MAX_ACCUMULATORS = 8192
-# Bigger row programs keep the row loop: LLVM's time for a lane kernel grows faster than its
-# gain (as for batch kernels, backends.numba.batch.MAX_STEPS).
+# Bigger row programs run one row at a time (a block of 1, libm, no vector code): LLVM's time
+# for a lane kernel grows faster than its gain (as for batch kernels, batch.MAX_STEPS).
 MAX_SUM_STEPS = 600
 
 
@@ -67,47 +62,6 @@ def _loads(p: Program, layout: RowLayout, row: str, indent: str) -> list[str]:
 
 def _params(p: Program, layout: RowLayout, indent: str) -> list[str]:
     return [f"{indent}{name} = _p[{i}]" for i, name in enumerate(p.inputs[:layout.n_params])]
-
-
-def lanes_for(p: Program) -> int:
-    return LANES if len(p.steps) <= MAX_LANE_STEPS else 1
-
-
-def reduce_kernel(p: Program, layout: RowLayout) -> list[str]:
-    lanes = lanes_for(p)
-    shared = p.inputs[:layout.n_params]
-    copies = [lane_copy(p, lane, shared) for lane in range(lanes)]
-    I2, I3 = INDENT * 2, INDENT * 3
-    width = len(p.outputs)
-    lines = [JIT_NOGIL, f"def {p.name}_reduce(_p, {_data_args(layout)}, _ACC, _c0, _c1):",
-             f"{INDENT}_n = _d0.shape[0]",
-             f"{INDENT}for _c in range(_c0, _c1):",
-             f"{I2}_lo = _c * {ROWS_PER_CHUNK}",
-             f"{I2}_hi = min(_n, _lo + {ROWS_PER_CHUNK})"]
-    lines += _params(p, layout, I2)
-    lines += [f"{I2}_a{k}_{lane} = 0.0" for k in range(width) for lane in range(lanes)]
-    lines += [f"{I2}_i = _lo"]
-    if lanes > 1:
-        lines += [f"{I2}while _i + {lanes} <= _hi:"]
-        for lane, q in enumerate(copies):
-            lines += _loads(q, layout, f"_i + {lane}" if lane else "_i", I3)
-            lines += step_lines(q, "nb", I3)
-        lines += [f"{I3}_a{k}_{lane} += {operand_text(o)}"
-                  for lane, q in enumerate(copies) for k, (_, o) in enumerate(q.outputs)]
-        lines += [f"{I3}_i += {lanes}"]
-    q = copies[0]  # the rows left over (fewer than `lanes`) go to lane 0
-    lines += [f"{I2}while _i < _hi:"]
-    lines += _loads(q, layout, "_i", I3)
-    lines += step_lines(q, "nb", I3)
-    lines += [f"{I3}_a{k}_0 += {operand_text(o)}" for k, (_, o) in enumerate(q.outputs)]
-    lines += [f"{I3}_i += 1"]
-    for k in range(width):
-        parts = [f"_a{k}_{lane}" for lane in range(lanes)]
-        while len(parts) > 1:  # pairwise, in a fixed order
-            parts = [f"({a} + {b})" for a, b in zip(parts[::2], parts[1::2])] + (
-                parts[-1:] if len(parts) % 2 else [])
-        lines.append(f"{I2}_ACC[_c, {k}] = {parts[0]}")
-    return lines
 
 
 def rows_kernel(p: Program, layout: RowLayout) -> list[str]:
@@ -151,8 +105,9 @@ def lane_reduce_lines(p: Program, layout: RowLayout) -> list[str]:
     backends.numba.batch), the runtime's ``lane_sums`` of it, and ``NAME_reduce`` calling it
     for each chunk. Row values of slot k are added into ``_A[k * block + _j]``: one sum per
     row of the block, which the runtime adds in a fixed tree at the chunk's end."""
-    width, block = len(p.outputs), block_for(len(p.outputs))
-    runs = segments(p, _vector) or [[]]
+    lanes = uses_lane_sums(p)  # else one row at a time: one loop, libm, no vector code
+    width, block = len(p.outputs), block_for(len(p.outputs)) if lanes else 1
+    runs = (segments(p, _vector) if lanes else [list(p.steps)]) or [[]]
     slot = _slots(p, runs, True, True)
     count = max(slot.values(), default=-1) + 1
     params = p.inputs[:layout.n_params]
@@ -177,7 +132,7 @@ def lane_reduce_lines(p: Program, layout: RowLayout) -> list[str]:
         reads = [n for n in dict.fromkeys(names) if n not in mine and (n in slot or n in column)]
         body = [f"{I2}{n} = _T[{slot[n] * block} + _j]" if n in slot else
                 f"{I2}{n} = _d{column[n][0]}[_s + _j, {column[n][1]}]" for n in reads]
-        body += [I2 + _render(s, "nb" if _libm(s) else "lanes") for s in run]
+        body += [I2 + _render(s, "lanes" if lanes and not _libm(s) else "nb") for s in run]
         body += [f"{I2}_T[{slot[s.target] * block} + _j] = {s.target}" for s in run
                  if s.target in slot]
         body += [f"{I2}_A[{kk * block} + _j] += {o}" for kk, o in sums.get(k, [])]
@@ -201,7 +156,7 @@ def lane_reduce_lines(p: Program, layout: RowLayout) -> list[str]:
 
 def emit_numba_reduce(programs: Sequence[Program], layout: RowLayout, title: str,
                       version: str) -> str:
-    kernels = [(lane_reduce_lines(p, layout) if uses_lane_sums(p) else reduce_kernel(p, layout))
+    kernels = [lane_reduce_lines(p, layout)
                + ["", "", *rows_kernel(p, layout)] for p in programs]
     code = "\n".join(line for k in kernels for line in k)
     vector = sorted(vecmath_calls(code))
