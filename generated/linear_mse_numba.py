@@ -89,12 +89,13 @@ def value_api(_point, _points, _slow):
     (_point: its compiled entry), a float64 array of shape (4,) as it is (_points); anything
     else to _slow, the API's checked path (the same numbers; its errors)."""
     _array, _f64 = np.ndarray, np.dtype(np.float64)
+    _numbers = frozenset({float, int, np.float64})
 
     def value(*_x, **_named):
         if len(_x) == 4 and not _named:
             W, b, x, y_true = _x
-            if ((type(W) is float or type(W) is int) and (type(b) is float or type(b) is int)
-                    and (type(x) is float or type(x) is int) and (type(y_true) is float or type(y_true) is int)):
+            if (type(W) in _numbers and type(b) in _numbers and type(x) in _numbers
+                    and type(y_true) in _numbers):
                 try:
                     return _point(_x)
                 except (TypeError, OverflowError):  # an int beyond floats
@@ -171,12 +172,13 @@ def value_grad_api(_point, _points, _slow, _slow_grad):
     as it is (_points); the gradient into a new array, or into out. Anything else goes
     to _slow and _slow_grad, the API's checked paths (the same numbers; their errors)."""
     _empty, _array, _f64 = np.empty, np.ndarray, np.dtype(np.float64)
+    _numbers = frozenset({float, int, np.float64})
 
     def value_and_grad(*_x, out=None, **_named):
         if len(_x) == 4 and not _named:
             W, b, x, y_true = _x
-            if ((type(W) is float or type(W) is int) and (type(b) is float or type(b) is int)
-                    and (type(x) is float or type(x) is int) and (type(y_true) is float or type(y_true) is int)):
+            if (type(W) in _numbers and type(b) in _numbers and type(x) in _numbers
+                    and type(y_true) in _numbers):
                 if out is None:
                     try:
                         _g = _empty(2)
@@ -203,8 +205,8 @@ def value_grad_api(_point, _points, _slow, _slow_grad):
     def grad(*_x, out=None, **_named):
         if len(_x) == 4 and not _named:
             W, b, x, y_true = _x
-            if ((type(W) is float or type(W) is int) and (type(b) is float or type(b) is int)
-                    and (type(x) is float or type(x) is int) and (type(y_true) is float or type(y_true) is int)):
+            if (type(W) in _numbers and type(b) in _numbers and type(x) in _numbers
+                    and type(y_true) in _numbers):
                 if out is None:
                     try:
                         _g = _empty(2)

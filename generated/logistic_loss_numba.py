@@ -102,11 +102,12 @@ def value_api(_point, _points, _slow):
     (_point: its compiled entry), a float64 array of shape (2,) as it is (_points); anything
     else to _slow, the API's checked path (the same numbers; its errors)."""
     _array, _f64 = np.ndarray, np.dtype(np.float64)
+    _numbers = frozenset({float, int, np.float64})
 
     def value(*_x, **_named):
         if len(_x) == 2 and not _named:
             x, w = _x
-            if (type(x) is float or type(x) is int) and (type(w) is float or type(w) is int):
+            if type(x) in _numbers and type(w) in _numbers:
                 try:
                     return _point(_x)
                 except (TypeError, OverflowError):  # an int beyond floats
@@ -207,11 +208,12 @@ def value_grad_api(_point, _points, _slow, _slow_grad):
     as it is (_points); the gradient into a new array, or into out. Anything else goes
     to _slow and _slow_grad, the API's checked paths (the same numbers; their errors)."""
     _empty, _array, _f64 = np.empty, np.ndarray, np.dtype(np.float64)
+    _numbers = frozenset({float, int, np.float64})
 
     def value_and_grad(*_x, out=None, **_named):
         if len(_x) == 2 and not _named:
             x, w = _x
-            if (type(x) is float or type(x) is int) and (type(w) is float or type(w) is int):
+            if type(x) in _numbers and type(w) in _numbers:
                 if out is None:
                     try:
                         _g = _empty(2)
@@ -238,7 +240,7 @@ def value_grad_api(_point, _points, _slow, _slow_grad):
     def grad(*_x, out=None, **_named):
         if len(_x) == 2 and not _named:
             x, w = _x
-            if (type(x) is float or type(x) is int) and (type(w) is float or type(w) is int):
+            if type(x) in _numbers and type(w) in _numbers:
                 if out is None:
                     try:
                         _g = _empty(2)

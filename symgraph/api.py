@@ -15,9 +15,9 @@ the value (for loops that call it millions of times).
 At one point, a Numba module's own ``NAME_api`` function (backends.numba.point) is what the
 methods are: numbers or one float64 array go straight into the compiled ``NAME_point``; it
 hands everything else to the checked path here. This module is the calling side (the fast
-paths between a caller and a kernel); building the
-kernels (cache lookup, programs for the products asked for, strategy, module or tapes) is
-`runtime.build`'s, and what a backend's kernels can do is its record's (`backends.registry`).
+paths between a caller and a kernel); building the kernels (cache lookup, programs for the
+products asked for, strategy, module or tapes) is `runtime.build`'s, and what a backend's
+kernels can do is its record's (`backends.registry`).
 """
 
 from __future__ import annotations

@@ -86,3 +86,14 @@ def test_every_strategy_gives_the_python_backends_numbers_on_generated_families(
     np.testing.assert_allclose(np.asarray(got[1]), np.asarray(want[1]), rtol=1e-11, atol=1e-12)
     one = sg.compile(expr, args, backend=backend, strategy=strategy).value_and_grad(points[0])
     np.testing.assert_allclose(one[0], want[0][0], rtol=1e-12)
+
+
+def test_the_one_point_benchmark_checks_every_form_against_the_others_with_numba(tmp_path):
+    # benchmarks/onepoint.py's calls on the smallest family: symgraph's forms and SymPy+njit
+    # agree (prepare asserts it) and each call runs.
+    from benchmarks import onepoint
+
+    calls, ops, arguments = onepoint.prepare("gauss_loglik@1", str(tmp_path))
+    assert set(calls) == set(onepoint.FORMS) and (ops, arguments) == (8, 2)
+    times = onepoint.best_times(calls, rounds=1, loop=1)
+    assert set(times) == set(calls) and all(t >= 0 for t in times.values())

@@ -8,10 +8,11 @@ A call of ``fn.value_and_grad(x, y)`` is one small Python function and one compi
   slice. ``value_point(_x)`` returns the value alone.
 * ``NAME_api(_point, _points, _slow, ...)`` makes the function the API binds as
   ``value_and_grad``, ``grad`` or the value call. Its arguments are unpacked by name and their
-  types checked in line (exact float or int; a float64 array of the point's shape), so the
-  check costs a few nanoseconds an argument; the gradient goes into a new array or into
-  ``out``. Anything else (NumPy scalars, bools, names, batches, a wrong ``out``) goes to
-  ``_slow``, the API's checked path, which gives the same numbers and raises the same errors.
+  types checked in line (exactly float, int or np.float64; a float64 array of the point's
+  shape), so the check costs a few nanoseconds an argument; the gradient goes into a new
+  array or into ``out``. Anything else (other NumPy scalars, bools, names, batches, a wrong
+  ``out``) goes to ``_slow``, the API's checked path, which gives the same numbers and raises
+  the same errors.
 
 Both exist only for a scalar expression's ``value`` and ``value_grad`` programs with at most
 `MAX_INPUTS` inputs (beyond that, a point goes through the row kernel as before). The kernels
@@ -26,6 +27,8 @@ from .batch import JIT
 
 MAX_INPUTS = 64  # more inputs than this: no point kernel (the checks would cost a row's call)
 _I1, _I2, _I3 = INDENT, INDENT * 2, INDENT * 3
+# The types that go in as they are (the entry point's float() of them is NumPy's float64)
+_NUMBERS = f"{INDENT}_numbers = frozenset({{float, int, np.float64}})"
 
 
 def has_point(p: Program) -> bool:
@@ -53,7 +56,7 @@ def _api(p: Program) -> list[str]:
                'numbers; its errors)."""']
         lines = ["def value_api(_point, _points, _slow):", f'{_I1}"""{doc[0]}',
                  *(_I1 + d for d in doc[1:]),
-                 f"{_I1}_array, _f64 = np.ndarray, np.dtype(np.float64)"]
+                 f"{_I1}_array, _f64 = np.ndarray, np.dtype(np.float64)", _NUMBERS]
         return lines + ["", *_call(p, "value", "_slow", {"": ["return {k}(_p)"]}), "",
                         f"{_I1}return value"]
     k = len(p.outputs) - 1
@@ -66,7 +69,7 @@ def _api(p: Program) -> list[str]:
             "out.flags.carray")
     lines = [f"def {p.name}_api(_point, _points, _slow, _slow_grad):", f'{_I1}"""{doc[0]}',
              *(_I1 + d for d in doc[1:]),
-             f"{_I1}_empty, _array, _f64 = np.empty, np.ndarray, np.dtype(np.float64)"]
+             f"{_I1}_empty, _array, _f64 = np.empty, np.ndarray, np.dtype(np.float64)", _NUMBERS]
     both = {"out is None": [f"_g = _empty({k})", "return {k}(_p, _g), _g"],
             fits: ["return {k}(_p, out)"]}
     grad = {"out is None": [f"_g = _empty({k})", "{k}(_p, _g)", "return _g"],
@@ -80,7 +83,7 @@ def _call(p: Program, name: str, slow: str, cases: dict[str, list[str]]) -> list
     """The closure `name`: its numbers and array fast paths, each taking the first of `cases`
     (condition -> statements, with {k} the kernel) that holds, else `slow`."""
     n, names, out = len(p.inputs), ", ".join(p.inputs), ", out=None" if name != "value" else ""
-    numbers = [f"(type({v}) is float or type({v}) is int)" for v in p.inputs]
+    numbers = [f"type({v}) in _numbers" for v in p.inputs]
 
     def taken(kernel: str, indent: str, guarded: bool) -> list[str]:
         lines = []
@@ -123,7 +126,7 @@ def _call(p: Program, name: str, slow: str, cases: dict[str, list[str]]) -> list
     return lines + [f"{_I2}return {slow}(*_x{extra}, **_named)"]
 
 
-def _condition(keyword: str, terms: list[str], per_line: int = 2) -> list[str]:
+def _condition(keyword: str, terms: list[str], per_line: int = 3) -> list[str]:
     """``if a and b ...:`` at the unpacking's indent, `per_line` terms a line."""
     rows = [" and ".join(terms[i:i + per_line]) for i in range(0, len(terms), per_line)]
     if len(rows) == 1:
