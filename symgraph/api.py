@@ -34,6 +34,7 @@ from .lower.products import VALUE, VALUE_GRAD, VALUE_GRAD_HESS, VALUE_JAC, Produ
 from .runtime import outputs
 from .runtime.build import build
 from .runtime.checked import checked_batch, checked_row
+from .runtime.interpret import Pending
 from .runtime.reduction import compile_reduced
 from .runtime.sparse import DerivativeKernels
 
@@ -68,7 +69,11 @@ class _Row:
 
     def __init__(self, kernel: Callable[[np.ndarray, np.ndarray], None]) -> None:
         self.kernel = kernel
-        self.call = entry_point(kernel, _ROW_TYPES) or self._first
+        pending = getattr(kernel, "__self__", None)
+        if isinstance(pending, Pending):  # interpreted first (runtime.interpret)
+            self.call = pending.bind_row(self, _ROW_TYPES, resolve)
+        else:
+            self.call = entry_point(kernel, _ROW_TYPES) or self._first
 
     def _first(self, x: np.ndarray, out: np.ndarray) -> None:
         self.call = resolve(self.kernel, _ROW_TYPES)
@@ -125,8 +130,7 @@ class CompiledFunction:
         self._built = built = build(self.outputs, self.args, self.wrt, backend=record,
                                     products=self.products, cache_dir=cache_dir,
                                     strategy=strategy)
-        self.programs, self.strategy = built.programs, built.strategy
-        self.module, self.path = built.module, built.path
+        self.strategy = built.strategy
         self._n, self._m, self._k = len(self.args), len(self.outputs), len(self.wrt)
         self._rows = {name: _Row(kernel) for name, kernel in built.rows.items()}
         self._batches = built.threaded
@@ -139,6 +143,22 @@ class CompiledFunction:
             self.value_and_grad = self._bind(VALUE_GRAD.name, 1 + self._k, _VALUE_GRAD,
                                              "value_and_grad")
             self.grad = self._bind(VALUE_GRAD.name, 1 + self._k, _GRAD, "grad")
+
+    @property
+    def programs(self) -> list:
+        """The kernels' straight-line programs (their steps' display comments once the
+        module showing them is made)."""
+        return self._built.programs
+
+    @property
+    def module(self) -> Any:
+        """The generated module (made now if the first calls were interpreted)."""
+        return self._built.module
+
+    @property
+    def path(self) -> Any:
+        """The generated module's file (None on the tape)."""
+        return self._built.path
 
     @property
     def source(self) -> str:

@@ -120,7 +120,7 @@ def _save(path: Path, data: bytes) -> None:
     """Keep `data` at `path` if the disk allows: a record only saves work, so a full disk or a
     read-only folder costs the saving, never the call (a warning says so once)."""
     try:
-        write_atomically(path, data)
+        write_atomically(path, data, sync=False)  # (read back only if its digest checks)
     except OSError as error:
         if (path.parent, error.errno) not in _unsaved:
             _unsaved.add((path.parent, error.errno))
