@@ -13,7 +13,9 @@ SymEngine, SymPy) done and timed apart before the clock starts:
 
 Setup is expression -> the first value+gradient at a point (floats) and of a batch of
 `--batch` points (the first full batch counts whole: its kernels may compile or run on the
-interpreter). ``--fit`` times what runtime.interpret's rule needs per operation (interpreted
+interpreter; after it, untimed, the cold process makes the kernels its calls would switch to
+once they pay, as benchmarks/run.py does, so the warm process finds every cache filled).
+``--fit`` times what runtime.interpret's rule needs per operation (interpreted
 and compiled calls, compiles) on the FIT families, or with ``--families validate`` on the
 held-out ones, to check the fitted constants.
 """
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -61,15 +64,27 @@ def _child(tool: str, name: str, cache: str, batch: int) -> None:
         fn.value_and_grad(*point)
         fn.value_and_grad(X)
     setup = time.perf_counter() - start
-    print(MARK + json.dumps({"import_s": imports, "setup_s": setup,
+    switch = 0.0
+    if tool != "symengine" and hasattr(fn._built, "pending"):
+        # Untimed in setup: the straight-line kernels the calls would switch to once they pay
+        # (as benchmarks/run.py does), so that the warm process finds Numba's cache filled.
+        from benchmarks.tools import _switch
+        began = time.perf_counter()
+        _switch(fn, np.array(point))
+        switch = time.perf_counter() - began
+    print(MARK + json.dumps({"import_s": imports, "setup_s": setup, "switch_s": switch,
                              "ops": sg.count_ops(expr)}), flush=True)
 
 
-def _run(tool: str, name: str, cache: str, batch: int) -> dict:
+def _run(tool: str, name: str, cache: str, batch: int, limit: float) -> dict:
     env = {**os.environ, "NUMBA_NUM_THREADS": os.environ.get("NUMBA_NUM_THREADS", "1")}
-    out = subprocess.run([sys.executable, "-m", "benchmarks.setup", "--child", tool, name,
-                          cache, str(batch)], capture_output=True, text=True, env=env,
-                         timeout=600)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # as benchmarks/run.py: bytecode is cached
+    try:
+        out = subprocess.run([sys.executable, "-m", "benchmarks.setup", "--child", tool, name,
+                              cache, str(batch)], capture_output=True, text=True, env=env,
+                             timeout=limit)
+    except subprocess.TimeoutExpired:
+        return {"setup_s": math.inf, "ops": -1, "switch_s": 0.0}
     for line in out.stdout.splitlines():
         if line.startswith(MARK):
             return json.loads(line[len(MARK):])
@@ -81,18 +96,19 @@ def _spread(values: list[float]) -> str:
             f"worst {max(values):.3g}")
 
 
-def compare(names: list[str], batch: int) -> None:
+def compare(names: list[str], batch: int, limit: float) -> None:
     rows = []
     print(f"load {os.getloadavg()}", flush=True)
     for name in names:
         cache = tempfile.mkdtemp(prefix="sg-setup-")
-        cold = _run("symgraph", name, cache, batch)
-        warm = _run("symgraph", name, cache, batch)
-        peer = _run("symengine", name, cache, batch)
+        cold = _run("symgraph", name, cache, batch, 600)
+        warm = _run("symgraph", name, cache, batch, 600)
+        peer = _run("symengine", name, cache, batch, limit)
         rows.append((name, cold["ops"], cold["setup_s"], warm["setup_s"], peer["setup_s"]))
         print(f"{name:24s} ops {cold['ops']:5d}  cold {cold['setup_s'] * 1e3:8.1f} ms  warm "
               f"{warm['setup_s'] * 1e3:7.1f} ms  SymEngine {peer['setup_s'] * 1e3:8.1f} ms  "
-              f"cold/SymEngine {cold['setup_s'] / peer['setup_s']:5.2f}", flush=True)
+              f"cold/SymEngine {cold['setup_s'] / peer['setup_s']:5.2f}  (switch, untimed: "
+              f"{cold.get('switch_s', 0) * 1e3:.0f} ms)", flush=True)
     print(f"load {os.getloadavg()}")
     ratios = [r[2] / r[4] for r in rows]
     print(f"cold / SymEngine ({len(rows)} workloads): {_spread(ratios)}")
@@ -165,6 +181,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--batch", type=int, default=20_000)
     parser.add_argument("--only", default="", help="comma-separated family@n names")
     parser.add_argument("--fit", action="store_true")
+    parser.add_argument("--limit", type=float, default=60.0, help="seconds for SymEngine")
     args = parser.parse_args(argv)
     from benchmarks import families
 
@@ -175,7 +192,7 @@ def main(argv: list[str] | None = None) -> None:
                   "all": list(families.FAMILIES)}[args.families]
         targets = tuple(int(s) for s in args.sizes.split(","))
         names = list(families.sizes(targets, chosen))
-    fit(names) if args.fit else compare(names, args.batch)
+    fit(names) if args.fit else compare(names, args.batch, args.limit)
 
 
 if __name__ == "__main__":

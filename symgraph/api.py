@@ -178,7 +178,8 @@ class CompiledFunction:
         ``batch(X, OUT)`` for rows of points, writing into arrays you allocate (float64,
         C-contiguous, not overlapping; `OUT` has a column per output). The batch runs on the
         calling thread. Both check their arguments' shapes (ValueError); ``.unchecked`` on
-        either is the kernel itself."""
+        either is the kernel itself (compiled: asking for them ends interpreted first calls).
+        """
         if name in ("sparse_jac", "sparse_hess", "hessp", "jvp", "vjp"):
             # Built on first use (runtime.sparse); hessp/jvp/vjp take the point as [x, v].
             built = self.derivative_kernels.kernel(name).built
@@ -186,9 +187,9 @@ class CompiledFunction:
         elif name not in self._rows:
             raise KeyError(f"no program {name!r}; there are {sorted(self._rows)} and "
                            "sparse_jac, sparse_hess, hessp, jvp, vjp")
-        else:
-            programs = self.programs
-            rows, batches = self._built.rows[name], self._built.batches[name]
+        else:  # (interpreted first: raw kernels are the compiled ones, made now)
+            built = self._built.straight() if hasattr(self._built, "straight") else self._built
+            programs, rows, batches = built.programs, built.rows[name], built.batches[name]
         program = next(p for p in programs if p.name == name)
         n, m = len(program.inputs), len(program.outputs)
         return checked_row(rows, name, n, m), checked_batch(batches, name, n, m)

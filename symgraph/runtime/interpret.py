@@ -29,11 +29,12 @@ from typing import Any
 import numpy as np
 
 # Interpreted, per point: a `math` row kernel costs ~ROW_CALL_NS + ROW_NS_PER_OP * ops; a NumPy
-# batch ~BATCH_CALL_NS_PER_OP * ops per call plus BATCH_NS_PER_OP per operation and point.
+# batch ~BATCH_CALL_NS_PER_OP * ops per block of rows plus BATCH_NS_PER_OP per operation and
+# point.
 # Fitted (`python -m benchmarks.setup --fit --families fit`): rows 0.5-88 us for 15-3,750
 # operations; batches 0.5-5.5 ns per operation and point (20,000 points).
 INTERP_ROW_CALL_NS, INTERP_ROW_NS_PER_OP = 300.0, 20.0
-INTERP_BATCH_CALL_NS_PER_OP, INTERP_BATCH_NS_PER_OP = 1_000.0, 3.0
+INTERP_BATCH_CALL_NS_PER_OP, INTERP_BATCH_NS_PER_OP = 500.0, 2.0
 # Compiled: a row call ~0.3 us (the call path) plus ~0.5 ns per operation; a batch 0.02-1.6
 # ns per operation and point.
 COMPILED_ROW_CALL_NS, COMPILED_ROW_NS_PER_OP, COMPILED_NS_PER_OP = 300.0, 0.5, 0.5
@@ -43,6 +44,12 @@ COMPILED_ROW_CALL_NS, COMPILED_ROW_NS_PER_OP, COMPILED_NS_PER_OP = 300.0, 0.5, 0
 # load of a process the runtime's set-up (~60-80 ms).
 COMPILE_MS, COMPILE_MS_PER_OP, FIRST_COMPILE_MS = 150.0, 0.1, 400.0
 LOAD_MS, FIRST_LOAD_MS = 5.0, 80.0
+# NumPy runs an interpreted batch in blocks of this many rows: each step's temporary then
+# stays in the CPU's cache (and in malloc's heap: 20,000 float64s are past glibc's mmap
+# threshold, so every step of an unblocked batch maps and faults in fresh pages). Fitted on
+# FIT families (gauss_loglik@24/@259, weibull@14, arrhenius@31, one core): 512 rows took
+# 0.4-0.55x the unblocked time, 1024 0.25-0.95x, 2048 0.6-1.0x.
+INTERP_BLOCK_ROWS = 512
 
 _compiled_in_process = [False]
 # One lock for every switch (a switch imports a module and compiles: rare, and never nested
@@ -81,7 +88,8 @@ def row_loss_ns(ops: int) -> float:
 
 def batch_loss_ns(ops: int, rows: int) -> float:
     """What one interpreted batch call of `rows` points loses against the compiled one."""
-    return (INTERP_BATCH_CALL_NS_PER_OP * ops
+    blocks = -(-rows // INTERP_BLOCK_ROWS)
+    return (INTERP_BATCH_CALL_NS_PER_OP * ops * blocks
             + (INTERP_BATCH_NS_PER_OP - COMPILED_NS_PER_OP) * ops * rows)
 
 
@@ -149,16 +157,24 @@ class Pending:
         self.lost_ns += loss
         return True
 
+    def _interpret(self, X: np.ndarray, OUT: np.ndarray) -> None:
+        rows, step = X.shape[0], INTERP_BLOCK_ROWS
+        if rows <= step:
+            self._batch(X, OUT)
+            return
+        for start in range(0, rows, step):
+            self._batch(X[start:start + step], OUT[start:start + step])
+
     def batch(self, X: np.ndarray, OUT: np.ndarray) -> None:
         """A batch on the calling thread."""
         if self._batch_now(X, OUT):
-            self._batch(X, OUT)
+            self._interpret(X, OUT)
         else:
             self.switch().batches[self.name](X, OUT)
 
     def threaded(self, X: np.ndarray, OUT: np.ndarray) -> None:
         """A batch shared between threads once compiled (interpreted: NumPy on one)."""
         if self._batch_now(X, OUT):
-            self._batch(X, OUT)
+            self._interpret(X, OUT)
         else:
             self.switch().threaded[self.name](X, OUT)
