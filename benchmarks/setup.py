@@ -110,11 +110,19 @@ def compare(names: list[str], batch: int, limit: float) -> None:
               f"cold/SymEngine {cold['setup_s'] / peer['setup_s']:5.2f}  (switch, untimed: "
               f"{cold.get('switch_s', 0) * 1e3:.0f} ms)", flush=True)
     print(f"load {os.getloadavg()}")
-    ratios = [r[2] / r[4] for r in rows]
-    print(f"cold / SymEngine ({len(rows)} workloads): {_spread(ratios)}")
+    timed = [r for r in rows if math.isfinite(r[4])]  # (SymEngine past --limit: left out)
+    ratios = [r[2] / r[4] for r in timed]
+    print(f"cold / SymEngine ({len(timed)} workloads; SymEngine past the limit on "
+          f"{len(rows) - len(timed)}): {_spread(ratios)}")
     print(f"cold ms: {_spread([r[2] * 1e3 for r in rows])}")
     print(f"warm ms: {_spread([r[3] * 1e3 for r in rows])}")
-    worst = sorted(rows, key=lambda r: -r[2] / r[4])[:5]
+    for low, high in ((0, 30), (30, 300), (300, 3000)):
+        band = [r for r in rows if low < r[1] <= high]
+        if band:
+            print(f"  {low}-{high} operations ({len(band)}): cold ms "
+                  f"{_spread([r[2] * 1e3 for r in band])}; warm ms "
+                  f"{_spread([r[3] * 1e3 for r in band])}")
+    worst = sorted(timed, key=lambda r: -r[2] / r[4])[:5]
     print("worst cold/SymEngine: " + ", ".join(f"{r[0]} {r[2] / r[4]:.2f}" for r in worst))
     over = [r for r in rows if r[3] > 0.020 and r[1] <= 1000]
     print(f"warm over 20 ms: {len(over)}: " + ", ".join(f"{r[0]} {r[3] * 1e3:.0f}" for r in over))
