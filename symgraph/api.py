@@ -391,7 +391,9 @@ class CompiledFunction:
 
     def __repr__(self) -> str:
         names = ", ".join(a.value for a in self.args)
-        return f"<CompiledFunction ({names}) -> {self._m} output(s), {self.backend}: {self.path}>"
+        made = getattr(self._built, "_built", True) is not None  # (asking would make it)
+        where = self.path if made else "interpreted first calls"
+        return f"<CompiledFunction ({names}) -> {self._m} output(s), {self.backend}: {where}>"
 
     def _repr_latex_(self) -> str:
         return "$" + r",\quad ".join(to_latex(o) for o in self.outputs) + "$"
@@ -419,7 +421,11 @@ def compile(expr: Any, args: Any = None, *, wrt: Any = None, backend: str = "num
     are taken with respect to `wrt` (default: all of `args`), e.g. a model's parameters while
     its data stay plain inputs. With the Numba backend, `strategy` picks straight-line kernels
     ("straight") or the instruction tape run by one cached interpreter ("tape", whose compile
-    time does not grow with the expression); "auto" takes the tape for very large programs.
+    time does not grow with the expression); "auto" takes the tape for very large programs,
+    and otherwise runs the first calls interpreted (Python per point, NumPy per batch: no
+    compile wait) until the time they lose reaches what compiling (or loading from Numba's
+    cache) costs, then switches to the straight-line kernels (`runtime.interpret`; the same
+    numbers to rounding). "straight" compiles them on the first call.
 
     With `data` (the symbols of one row of each data array), `expr` is written for one row and
     the result is a `runtime.reduction.ReducedFunction`: ``fn(params, *arrays)`` reduces it over

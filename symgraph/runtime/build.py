@@ -200,7 +200,8 @@ class Deferred:
     """A Build whose first calls run interpreted (runtime.interpret): the Python backend's
     module for the programs, per program a `Pending` switch to the straight-line Build, which
     is made (rendered, imported, its kernels compiled or loaded) when the switch pays, or
-    when its module, file or source is asked for."""
+    when its module, file, source or raw kernels are asked for (calls then run it: what is
+    shipped, e.g. to Dask workers, gives the very bits the function gives)."""
 
     def __init__(self, backend: Backend, products: Sequence[Product], programs: list[Program],
                  nodes: tuple, folder: Path, key: str, record: dict,
@@ -236,6 +237,8 @@ class Deferred:
             if self._built is None:
                 self._built = self._make()
                 self.programs = self._built.programs  # (with their display comments)
+                for pending in self.pending.values():  # the module asked for is the one run
+                    pending.built = self._built
         return self._built
 
     def _make(self) -> Build:
