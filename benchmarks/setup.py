@@ -94,6 +94,8 @@ def _run(tool: str, name: str, cache: str, batch: int, limit: float) -> dict:
 
 
 def _spread(values: list[float]) -> str:
+    if not values:
+        return "none"
     return (f"min {min(values):.3g}, median {statistics.median(values):.3g}, "
             f"worst {max(values):.3g}")
 
