@@ -167,7 +167,7 @@ def fit(names: list[str]) -> None:
         pending: Pending = auto._built.pending["value_grad"]
         ops = pending.ops
         row = _per_call(lambda p=pending, x=x, out=out: p._row(x.tolist(), out))
-        bat = _per_call(lambda p=pending, X=X, OUT=OUT: p._batch(X, OUT), seconds=0.2)
+        bat = _per_call(lambda p=pending, X=X, OUT=OUT: p._interpret(X, OUT), seconds=0.2)
         fn = sg.compile(expr, args, strategy="straight", cache_dir=tempfile.mkdtemp())
         r, b = (k.unchecked for k in fn.kernels("value_grad"))
         t0 = time.perf_counter()

@@ -30,19 +30,23 @@ import numpy as np
 
 # Interpreted, per point: a `math` row kernel costs ~ROW_CALL_NS + ROW_NS_PER_OP * ops; a NumPy
 # batch ~BATCH_CALL_NS_PER_OP * ops per block of rows plus BATCH_NS_PER_OP per operation and
-# point.
-# Fitted (`python -m benchmarks.setup --fit --families fit`): rows 0.5-88 us for 15-3,750
-# operations; batches 0.5-5.5 ns per operation and point (20,000 points).
+# point. Compiled: a row call ~0.3 us (the call path) plus ~0.5 ns per operation; a batch
+# ~COMPILED_NS_PER_OP per operation and point. Fitted with `python -m benchmarks.setup --fit
+# --families fit` (value+gradient programs of 15-3,750 operations, 20,000-point batches, one
+# core; two runs, at load average ~4 and ~8 on 2 cores, where everything ran up to 2-3x
+# slower): interpreted rows 0.5-88 us (1.0-255 us loaded), batches in blocks 2.2-13.5 ns per
+# operation and point (median 3.7, loaded); compiled rows 0.3-4 us, batches 0.04-3.7 ns.
+# Held out (`--families validate`, loaded, unblocked batches): rows 0.9-477 us, batches
+# 0.9-16 ns, compiled batches 0.08-5.1 ns: the same ranges.
 INTERP_ROW_CALL_NS, INTERP_ROW_NS_PER_OP = 300.0, 20.0
-INTERP_BATCH_CALL_NS_PER_OP, INTERP_BATCH_NS_PER_OP = 500.0, 2.0
-# Compiled: a row call ~0.3 us (the call path) plus ~0.5 ns per operation; a batch 0.02-1.6
-# ns per operation and point.
+INTERP_BATCH_CALL_NS_PER_OP, INTERP_BATCH_NS_PER_OP = 500.0, 2.5
 COMPILED_ROW_CALL_NS, COMPILED_ROW_NS_PER_OP, COMPILED_NS_PER_OP = 300.0, 0.5, 0.5
-# What switching costs: Numba's compile of a kernel (rows 40-1,150 ms, batch chunk kernels
-# 150-630 ms for 15-3,750 operations), and the first compile of a process pays Numba's own
-# set-up (its typing and target contexts, ~0.4 s); a load from Numba's cache, and the first
-# load of a process the runtime's set-up (~60-80 ms).
-COMPILE_MS, COMPILE_MS_PER_OP, FIRST_COMPILE_MS = 150.0, 0.1, 400.0
+# What switching costs: Numba's compile of a kernel (FIT: rows 40-1,150 ms at load ~4 and
+# 85-2,000 ms at ~8 for 15-3,750 operations; batch chunk kernels 150-2,400 ms, but none for
+# programs whose batches run on the tape's lanes), and the first compile of a process pays
+# Numba's own set-up (its typing and target contexts, ~0.4 s); a load from Numba's cache, and
+# the first load of a process the runtime's set-up (~30-80 ms).
+COMPILE_MS, COMPILE_MS_PER_OP, FIRST_COMPILE_MS = 150.0, 0.25, 400.0
 LOAD_MS, FIRST_LOAD_MS = 5.0, 80.0
 # NumPy runs an interpreted batch in blocks of this many rows: each step's temporary then
 # stays in the CPU's cache (and in malloc's heap: 20,000 float64s are past glibc's mmap
