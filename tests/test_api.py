@@ -290,7 +290,8 @@ def test_threads_making_one_structure_at_once_get_one_node():
         sys.setswitchinterval(interval)
 
 
-def test_a_first_call_is_interpreted_without_making_or_compiling_the_numba_module(tmp_path):
+def test_a_first_call_is_interpreted_without_making_or_compiling_the_straight_line_module(
+        tmp_path):
     fn = sg.compile(sg.exp(x * y) + sg.sin(x) / y, [x, y], cache_dir=tmp_path)
     value, grad = fn.value_and_grad(1.0, 2.0)
     same = fn.value_and_grad(np.array([1.0, 2.0]))
