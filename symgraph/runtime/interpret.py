@@ -125,24 +125,32 @@ class Pending:
         return self.built
 
     # -- rows --------------------------------------------------------------------------------
+    def _interpret_row(self, x: np.ndarray, out: np.ndarray) -> bool:
+        """Whether the point ran interpreted: not when its lost time reaches the switch's
+        cost, nor when the Python kernel cannot run it (an op whose `math` form refuses
+        what it was given: the compiled kernel, made now, gives NumPy's answer)."""
+        self.lost_ns += row_loss_ns(self.ops)
+        if self.lost_ns >= self._budget_ns():
+            return False
+        try:
+            self._row(x.tolist(), out)  # (a list: x is read before out is written)
+        except Exception:  # noqa: BLE001 - the compiled kernel answers, or raises, instead
+            self.lost_ns = float("inf")
+            return False
+        return True
+
     def row(self, x: np.ndarray, out: np.ndarray) -> None:
-        """One point: interpreted (reading x before writing out: x may be out), or compiled."""
-        if self.built is None:
-            self.lost_ns += row_loss_ns(self.ops)
-            if self.lost_ns < self._budget_ns():
-                self._row(x.tolist(), out)
-                return
+        """One point: interpreted (x may be out), or compiled."""
+        if self.built is None and self._interpret_row(x, out):
+            return
         self.switch().rows[self.name](x, out)
 
     def bind_row(self, holder: Any, stand_ins: tuple, resolve: Callable) -> Callable:
         """The `call` for an api row holder: interpreted, rebound to the compiled kernel's
         entry point (`resolve`) once switched."""
         def call(x: np.ndarray, out: np.ndarray) -> None:
-            if self.built is None:
-                self.lost_ns += row_loss_ns(self.ops)
-                if self.lost_ns < self._budget_ns():
-                    self._row(x.tolist(), out)
-                    return
+            if self.built is None and self._interpret_row(x, out):
+                return
             holder.call = resolve(self.switch().rows[self.name], stand_ins)
             holder.call(x, out)
 
@@ -161,24 +169,24 @@ class Pending:
         self.lost_ns += loss
         return True
 
-    def _interpret(self, X: np.ndarray, OUT: np.ndarray) -> None:
+    def _interpret(self, X: np.ndarray, OUT: np.ndarray) -> bool:
+        """NumPy over blocks of rows; False (and switched from then on) when an op's NumPy
+        form cannot run them."""
         rows, step = X.shape[0], INTERP_BLOCK_ROWS
-        if rows <= step:
-            self._batch(X, OUT)
-            return
-        for start in range(0, rows, step):
-            self._batch(X[start:start + step], OUT[start:start + step])
+        try:
+            for start in range(0, rows, step):
+                self._batch(X[start:start + step], OUT[start:start + step])
+        except Exception:  # noqa: BLE001 - the compiled kernel answers, or raises, instead
+            self.lost_ns = float("inf")
+            return False
+        return True
 
     def batch(self, X: np.ndarray, OUT: np.ndarray) -> None:
         """A batch on the calling thread."""
-        if self._batch_now(X, OUT):
-            self._interpret(X, OUT)
-        else:
+        if not (self._batch_now(X, OUT) and self._interpret(X, OUT)):
             self.switch().batches[self.name](X, OUT)
 
     def threaded(self, X: np.ndarray, OUT: np.ndarray) -> None:
         """A batch shared between threads once compiled (interpreted: NumPy on one)."""
-        if self._batch_now(X, OUT):
-            self._interpret(X, OUT)
-        else:
+        if not (self._batch_now(X, OUT) and self._interpret(X, OUT)):
             self.switch().threaded[self.name](X, OUT)
