@@ -90,6 +90,8 @@ def measure_row(p: Prepared, workload: str, point: np.ndarray, X: np.ndarray,
     try:
         with time_box(limit):  # the first full-size batch compiles the batch kernel (JAX: per
             first, out = stopwatch(lambda: p.batch_vg(X))  # shape), so it is part of setup
+            if p.settle is not None:  # (symgraph's interpreted first calls: kernels made now)
+                record["switch_s"] = stopwatch(p.settle)[0]
         emit("setup_done", workload=workload)
         error, mine = check(p, point, X, ref, out)
         record["check_error"] = error
@@ -187,6 +189,8 @@ def warm(args: argparse.Namespace) -> None:
     prepared(name)
     [p] = prepare(name=name, point=point, expr=expr, args=params, cache_dir=args.cache_dir)[:1]
     first, _ = stopwatch(lambda: p.batch_vg(X))
+    if p.settle is not None:
+        p.settle()
     again, _ = stopwatch(lambda: p.batch_vg(X))
     stages = {**p.setup, "first batch (compile)": max(0.0, first - again)}
     emit("warm", workload=name, tool=args.warm, import_s=imports, stages=stages,

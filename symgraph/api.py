@@ -39,6 +39,7 @@ from .lower.products import VALUE, VALUE_GRAD, VALUE_GRAD_HESS, VALUE_JAC, Produ
 from .runtime import outputs
 from .runtime.build import build
 from .runtime.checked import checked_batch, checked_row, fill_gradient
+from .runtime.interpret import Pending
 from .runtime.points import PointEntries
 from .runtime.reduction import compile_reduced
 from .runtime.sparse import DerivativeKernels
@@ -77,7 +78,11 @@ class _Row:
 
     def __init__(self, kernel: Callable[[np.ndarray, np.ndarray], None]) -> None:
         self.kernel = kernel
-        self.call = entry_point(kernel, _ROW_TYPES) or self._first
+        pending = getattr(kernel, "__self__", None)
+        if isinstance(pending, Pending):  # interpreted first (runtime.interpret)
+            self.call = pending.bind_row(self, _ROW_TYPES, resolve)
+        else:
+            self.call = entry_point(kernel, _ROW_TYPES) or self._first
 
     def _first(self, x: np.ndarray, out: np.ndarray) -> None:
         self.call = resolve(self.kernel, _ROW_TYPES)
@@ -134,15 +139,23 @@ class CompiledFunction:
         self._built = built = build(self.outputs, self.args, self.wrt, backend=record,
                                     products=self.products, cache_dir=cache_dir,
                                     strategy=strategy)
-        self.programs, self.strategy = built.programs, built.strategy
-        self.module, self.path = built.module, built.path
+        self.strategy = built.strategy
         self._n, self._m, self._k = len(self.args), len(self.outputs), len(self.wrt)
         self._rows = {name: _Row(kernel) for name, kernel in built.rows.items()}
         self._batches = built.threaded
         self._hessian_function: CompiledFunction | None = None
         self._derivative_kernels: DerivativeKernels | None = None
-        self._points = PointEntries(self.module if self.strategy == STRAIGHT else None,
-                                    self._n, self._bind_all)
+        # Interpreted first (runtime.interpret): the one-point functions are bound once the
+        # switch has made the Numba module (Deferred.on_switch), never by asking for it here.
+        deferred = hasattr(built, "on_switch")
+        module = None if deferred or self.strategy != STRAIGHT else built.module
+        self._points = PointEntries(module, self._n, self._bind_all)
+        self._bind_all()
+        if deferred:
+            built.on_switch.append(self._bind_module)
+
+    def _bind_module(self, module: Any) -> None:
+        self._points = PointEntries(module, self._n, self._bind_all)
         self._bind_all()
 
     def _bind_all(self) -> None:
@@ -156,6 +169,22 @@ class CompiledFunction:
             self.value_and_grad, self.grad = points(VALUE_GRAD.name, [
                 self._bind(VALUE_GRAD.name, 1 + self._k, _VALUE_GRAD, "value_and_grad"),
                 self._bind(VALUE_GRAD.name, 1 + self._k, _GRAD, "grad")])
+
+    @property
+    def programs(self) -> list:
+        """The kernels' straight-line programs (their steps' display comments once the
+        module showing them is made)."""
+        return self._built.programs
+
+    @property
+    def module(self) -> Any:
+        """The generated module (made now if the first calls were interpreted)."""
+        return self._built.module
+
+    @property
+    def path(self) -> Any:
+        """The generated module's file (None on the tape)."""
+        return self._built.path
 
     @property
     def source(self) -> str:
@@ -175,7 +204,8 @@ class CompiledFunction:
         ``batch(X, OUT)`` for rows of points, writing into arrays you allocate (float64,
         C-contiguous, not overlapping; `OUT` has a column per output). The batch runs on the
         calling thread. Both check their arguments' shapes (ValueError); ``.unchecked`` on
-        either is the kernel itself."""
+        either is the kernel itself (compiled: asking for them ends interpreted first calls).
+        """
         if name in ("sparse_jac", "sparse_hess", "hessp", "jvp", "vjp"):
             # Built on first use (runtime.sparse); hessp/jvp/vjp take the point as [x, v].
             built = self.derivative_kernels.kernel(name).built
@@ -183,9 +213,9 @@ class CompiledFunction:
         elif name not in self._rows:
             raise KeyError(f"no program {name!r}; there are {sorted(self._rows)} and "
                            "sparse_jac, sparse_hess, hessp, jvp, vjp")
-        else:
-            programs = self.programs
-            rows, batches = self._built.rows[name], self._built.batches[name]
+        else:  # (interpreted first: raw kernels are the compiled ones, made now)
+            built = self._built.straight() if hasattr(self._built, "straight") else self._built
+            programs, rows, batches = built.programs, built.rows[name], built.batches[name]
         program = next(p for p in programs if p.name == name)
         n, m = len(program.inputs), len(program.outputs)
         return checked_row(rows, name, n, m), checked_batch(batches, name, n, m)
@@ -402,7 +432,9 @@ class CompiledFunction:
 
     def __repr__(self) -> str:
         names = ", ".join(a.value for a in self.args)
-        return f"<CompiledFunction ({names}) -> {self._m} output(s), {self.backend}: {self.path}>"
+        made = getattr(self._built, "_built", True) is not None  # (asking would make it)
+        where = self.path if made else "interpreted first calls"
+        return f"<CompiledFunction ({names}) -> {self._m} output(s), {self.backend}: {where}>"
 
     def _repr_latex_(self) -> str:
         return "$" + r",\quad ".join(to_latex(o) for o in self.outputs) + "$"
@@ -430,7 +462,11 @@ def compile(expr: Any, args: Any = None, *, wrt: Any = None, backend: str = "num
     are taken with respect to `wrt` (default: all of `args`), e.g. a model's parameters while
     its data stay plain inputs. With the Numba backend, `strategy` picks straight-line kernels
     ("straight") or the instruction tape run by one cached interpreter ("tape", whose compile
-    time does not grow with the expression); "auto" takes the tape for very large programs.
+    time does not grow with the expression); "auto" takes the tape for very large programs,
+    and otherwise runs the first calls interpreted (Python per point, NumPy per batch: no
+    compile wait) until the time they lose reaches what compiling (or loading from Numba's
+    cache) costs, then switches to the straight-line kernels (`runtime.interpret`; the same
+    numbers to rounding). "straight" compiles them on the first call.
 
     With `data` (the symbols of one row of each data array), `expr` is written for one row and
     the result is a `runtime.reduction.ReducedFunction`: ``fn(params, *arrays)`` reduces it over

@@ -118,7 +118,8 @@ def test_second_process_reuses_the_numba_cache_without_compiling(tmp_path):
     script = textwrap.dedent(f"""
         import json, symgraph as sg
         x, y = sg.symbols("x y")
-        fn = sg.compile(sg.exp(x) * sg.sin(y) + x**3, [x, y], cache_dir={str(tmp_path)!r})
+        fn = sg.compile(sg.exp(x) * sg.sin(y) + x**3, [x, y], cache_dir={str(tmp_path)!r},
+                        strategy="straight")  # (auto interprets a first call)
         v, g = fn.value_and_grad(1.0, 2.0)
         row = fn.module.value_grad_point  # the kernel a call with floats runs
         print(json.dumps({{"hits": sum(row.stats.cache_hits.values()),
@@ -167,7 +168,9 @@ def test_tape_strategy_agrees_with_straight_line_kernels_and_prints_its_steps():
 
 
 def test_every_spelling_of_a_point_gives_the_same_answer_and_one_kernel_signature(backend):
-    fn = sg.compile(x * y**2 + sg.sin(x), [x, y], backend=backend)
+    # Numba: the straight-line kernels (auto's interpreted first calls: the python case)
+    fn = sg.compile(x * y**2 + sg.sin(x), [x, y], backend=backend,
+                    strategy="straight" if backend == "numba" else "auto")
     expected_value = 3.0 * 4.0 + np.sin(3.0)
     expected_grad = [4.0 + np.cos(3.0), 12.0]
     readonly = np.array([3.0, 2.0])
@@ -285,3 +288,56 @@ def test_threads_making_one_structure_at_once_get_one_node():
             assert len({id(node) for node in made}) == 1
     finally:
         sys.setswitchinterval(interval)
+
+
+def test_a_first_call_is_interpreted_without_making_or_compiling_the_straight_line_module(
+        tmp_path):
+    fn = sg.compile(sg.exp(x * y) + sg.sin(x) / y, [x, y], cache_dir=tmp_path)
+    value, grad = fn.value_and_grad(1.0, 2.0)
+    same = fn.value_and_grad(np.array([1.0, 2.0]))
+    values, grads = fn.value_and_grad(np.array([[1.0, 2.0], [0.5, -1.0]]))
+    assert fn._built._built is None  # no straight-line module: nothing rendered or compiled
+    assert not [p for p in tmp_path.glob("sg_*.py") if "numba" in p.read_text()]
+    assert value == pytest.approx(np.exp(2.0) + np.sin(1.0) / 2, rel=1e-15)
+    assert grad.tolist() == pytest.approx([2 * np.exp(2.0) + np.cos(1.0) / 2,
+                                           np.exp(2.0) - np.sin(1.0) / 4], rel=1e-15)
+    assert same[0] == value and same[1].tolist() == grad.tolist()
+    assert values[1] == pytest.approx(np.exp(-0.5) - np.sin(0.5), rel=1e-15)
+    assert grads[0].tolist() == pytest.approx(grad.tolist(), rel=1e-15)
+
+
+def test_interpreted_calls_switch_at_the_call_where_their_lost_time_reaches_the_switchs_cost(
+        monkeypatch):
+    from symgraph.runtime import interpret
+
+    class Interpreter:  # the Python module's kernels, counted
+        calls: list[str] = []
+
+        @staticmethod
+        def value_grad_row(x, out):
+            Interpreter.calls.append("interpreted")
+            out[0] = sum(x)
+
+        @staticmethod
+        def value_grad_batch(X, OUT):
+            Interpreter.calls.append("interpreted batch")
+
+    class Built:  # the straight-line Build
+        rows = {"value_grad": lambda x, out: Interpreter.calls.append("compiled")}
+        batches = threaded = {"value_grad": lambda X, OUT: Interpreter.calls.append(
+            "compiled batch")}
+
+    made = []
+    monkeypatch.setattr(interpret, "switch_ms",
+                        lambda ops, cached: 2.5 * interpret.row_loss_ns(ops) / 1e6)
+    pending = interpret.Pending("value_grad", 10, Interpreter, lambda: made.append(1) or Built,
+                                lambda: False)
+    out = np.empty(1)
+    for _ in range(4):
+        pending.row(np.ones(2), out)
+    assert Interpreter.calls == ["interpreted"] * 2 + ["compiled"] * 2 and made == [1]
+    # A batch that alone would lose more than the switch costs switches at once.
+    fresh = interpret.Pending("value_grad", 10, Interpreter, lambda: Built, lambda: False)
+    Interpreter.calls.clear()
+    fresh.batch(np.ones((1000, 2)), np.empty((1000, 1)))
+    assert Interpreter.calls == ["compiled batch"]

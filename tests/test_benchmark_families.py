@@ -97,3 +97,20 @@ def test_the_one_point_benchmark_checks_every_form_against_the_others_with_numba
     assert set(calls) == set(onepoint.FORMS) and (ops, arguments) == (8, 2)
     times = onepoint.best_times(calls, rounds=1, loop=1)
     assert set(times) == set(calls) and all(t >= 0 for t in times.values())
+
+
+def test_auto_interprets_first_then_switches_to_numba_kernels_with_the_same_numbers(mixed):
+    expr, args, points = mixed
+    fn = sg.compile(expr, args)  # strategy "auto": a 64-point batch is too small to compile
+    values, grads = fn.value_and_grad(points)
+    value, grad = fn.value_and_grad(points[0])
+    assert fn._built._built is None
+    for pending in fn._built.pending.values():
+        pending.lost_ns = float("inf")  # as if the interpreter had lost the switch's cost
+    got = fn.value_and_grad(points)
+    assert fn._built._built is not None  # switched: the straight-line Numba kernels
+    np.testing.assert_allclose(got[0], values, rtol=1e-12)
+    np.testing.assert_allclose(got[1], grads, rtol=1e-11, atol=1e-12)
+    one = fn.value_and_grad(points[0])
+    assert one[0] == pytest.approx(value, rel=1e-14)
+    np.testing.assert_allclose(one[1], grad, rtol=1e-13, atol=1e-14)

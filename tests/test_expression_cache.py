@@ -34,6 +34,7 @@ def test_compiling_again_reads_programs_and_module_back_without_differentiating(
         tmp_path, monkeypatch, backend):
     first = sg.compile(EXPR, [x, y], cache_dir=tmp_path, backend=backend)
     assert len(_records(tmp_path)) == 1
+    assert first.source  # (Numba: interpreted first; asking for it makes the module, kept)
     _no_rebuilding(monkeypatch)
     again = sg.compile(EXPR, [x, y], cache_dir=tmp_path, backend=backend)
     assert again.programs == first.programs

@@ -38,7 +38,7 @@ CHILD = textwrap.dedent("""
     X = np.array({points}, dtype=float)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        fn = sg.compile(expr, [x, y], cache_dir=sys.argv[1])
+        fn = sg.compile(expr, [x, y], cache_dir=sys.argv[1], strategy="straight")
         rows = np.array([np.r_[fn.value_and_grad(*p)] for p in X])
         values, grads = fn.value_and_grad(X)
         summed = sg.compile(expr, [x], data=[y], reduce="sum", cache_dir=sys.argv[1])
@@ -67,7 +67,7 @@ def lowered():
     """The numbers of the lowered kernels, in this process."""
     namespace = {"sg": sg}
     exec(EXPRESSION, namespace)  # the test's own constant text, not user input
-    fn = sg.compile(namespace["expr"], [namespace["x"], namespace["y"]])
+    fn = sg.compile(namespace["expr"], [namespace["x"], namespace["y"]], strategy="straight")
     assert all(uses_lanes(p) for p in fn.programs)  # the batch runs lane code
     X = np.array(POINTS)
     rows = np.array([np.r_[fn.value_and_grad(*p)] for p in X])

@@ -44,6 +44,8 @@ class Backend:
     chunk_kernels: bool = False  # NAME_chunks(X, OUT, claims): threads claim chunks of a batch
     rows_in_place: bool = False  # row kernels read every input first: x may be out
     lane_tapes: bool = False  # batches of big call-heavy programs may run on the tape's lanes
+    # strategy "auto" runs first calls on the Python backend's module, compiling when it pays
+    interpret_first: bool = False
     about: str = ""
     # The module for `symgraph codegen --standalone`: needs no symgraph to run (None: `emit`'s
     # module already needs none).
@@ -72,7 +74,7 @@ def _load_python(module: ModuleType) -> None:
 
 BACKENDS: dict[str, Backend] = {b.name: b for b in (
     Backend("numba", emit_numba, _load_numba, (STRAIGHT, TAPE), threaded_batches=True,
-            chunk_kernels=True, rows_in_place=True, lane_tapes=True,
+            chunk_kernels=True, rows_in_place=True, lane_tapes=True, interpret_first=True,
             about="@njit kernels (cached machine code), or the tape for huge programs",
             emit_standalone=emit_numba_standalone),
     Backend("python", emit_python, _load_python, (STRAIGHT,),
@@ -90,9 +92,11 @@ def backend_named(name: str) -> Backend:
 
 def render_source(programs: Sequence[Program], outputs: Sequence[Node], inputs: Sequence[Node],
                   backend: str | Backend, labels: Sequence[str] | None = None,
-                  standalone: bool = False) -> str:
+                  standalone: bool = False, described: bool = True) -> str:
     """The source of a kernel module: the one `compile` loads (Numba's imports symgraph's Numba
-    runtime), or with `standalone` one that imports only math, NumPy and Numba's public API."""
+    runtime), or with `standalone` one that imports only math, NumPy and Numba's public API.
+    Without `described` the docstring names the steps instead of printing the formula (the
+    interpreter's module: printing is most of a small build)."""
     if not isinstance(backend, Backend):
         backend = backend_named(backend)
     labels = list(labels) if labels else naming.value_labels(len(outputs))
@@ -100,7 +104,9 @@ def render_source(programs: Sequence[Program], outputs: Sequence[Node], inputs: 
     kind = "Value and derivatives of " if len(programs) > 1 else "Value of "
     title = kind + ", ".join(labels) + f"({', '.join(names)})"
     emit = (backend.emit_standalone or backend.emit) if standalone else backend.emit
-    return emit(programs, title, describe(outputs, labels), names, __version__)
+    description = describe(outputs, labels) if described else [
+        f"{label} = (see the steps below)" for label in labels]
+    return emit(programs, title, description, names, __version__)
 
 
 def generate_source(outputs: Sequence[Node], inputs: Sequence[Node], wrt: Sequence[Node], *,

@@ -8,10 +8,12 @@ from collections.abc import Sequence
 from ..frontends.userfunctions import require_numerics
 from ..ir.node import Node
 from ..ir.printer import to_text
+from ..ir.traversal import capped_tree_sizes, topological_order
 from .products import Derivatives, Product, products_for
 from .schedule import Program, schedule
 
 _DESCRIBE_MAX_CHARS = 400
+_DESCRIBE_MAX_NODES = 2 * _DESCRIBE_MAX_CHARS
 
 
 def describe(outputs: Sequence[Node], labels: Sequence[str]) -> list[str]:
@@ -19,7 +21,11 @@ def describe(outputs: Sequence[Node], labels: Sequence[str]) -> list[str]:
     lines = []
     for label, node in zip(labels, outputs):
         try:
-            text = to_text(node, max_length=_DESCRIBE_MAX_CHARS)
+            # A tree of more nodes than the limit has characters never prints within it:
+            # skip the tidy pass (most of a 1,000-operation build) that would only find so.
+            big = capped_tree_sizes(topological_order([node]), _DESCRIBE_MAX_NODES)[node]
+            text = None if big >= _DESCRIBE_MAX_NODES else to_text(
+                node, max_length=_DESCRIBE_MAX_CHARS)
         except ValueError:
             text = None
         lines.append(f"{label} = {text}" if text else f"{label} = (an expression too large "
@@ -29,9 +35,11 @@ def describe(outputs: Sequence[Node], labels: Sequence[str]) -> list[str]:
 
 def build_programs(outputs: Sequence[Node], inputs: Sequence[Node], wrt: Sequence[Node],
                    scalar: bool = True, with_hessian: bool = False, with_derivatives: bool = True,
-                   *, products: Sequence[Product] | None = None) -> list[Program]:
+                   *, products: Sequence[Product] | None = None, comments: bool = True
+                   ) -> list[Program]:
     """One Program per product (default: `products_for` the flags): differentiate w.r.t.
-    `wrt`, then schedule each kernel over `inputs`."""
+    `wrt`, then schedule each kernel over `inputs`. Without `comments` the steps carry no
+    display text (printing it is most of the work for an interpreted first call)."""
     if products is None:
         products = products_for(scalar, with_hessian, with_derivatives)
     derivatives = Derivatives(outputs, inputs, wrt)
@@ -39,6 +47,6 @@ def build_programs(outputs: Sequence[Node], inputs: Sequence[Node], wrt: Sequenc
         raise ValueError(f"{[p.name for p in products if p.scalar_only]} need a scalar "
                          "expression")
     programs = [schedule(p.name, derivatives.value_slots + p.slots(derivatives), inputs,
-                         derivatives.idents) for p in products]
+                         derivatives.idents, comments) for p in products]
     require_numerics([step.op for p in programs for step in p.steps])  # undefined f: say so
     return programs

@@ -156,26 +156,129 @@ def build(outputs: Sequence[Node], args: Sequence[Node], wrt: Sequence[Node], *,
     # Only a module whose text is the one its name is the digest of (an edited copy: built
     # again).
     source = kept_source(folder, record.get("module")) if kept is not None else None
-    if kept is not None and (source is not None or record.get("strategy") == TAPE):
+    first = backend.interpret_first and strategy == "auto"  # runtime.interpret
+    if kept is not None and (source is not None or record.get("strategy") == TAPE or (
+            first and record.get("interpreter"))):
         programs, chosen = kept[0], record["strategy"]
-    else:  # differentiate, schedule (and below, render)
+    else:  # differentiate, schedule (and below, render); interpreted: no display comments
         record = {}
-        programs = build_programs(outputs, args, wrt, products=products)
+        programs = build_programs(outputs, args, wrt, products=products, comments=not first)
         if fixed is None:
-            from ..backends.tape.builder import choose_strategy
+            from ..backends.tape.choice import choose_strategy
 
             fixed = choose_strategy(programs, strategy)
         chosen = fixed
+    if first and chosen == STRAIGHT:
+        try:
+            return Deferred(backend, products, programs, (outputs, args, wrt), folder, key,
+                            record, source)
+        except NotImplementedError:  # an op without a Python or NumPy form: compile at once
+            if source is None:
+                programs = build_programs(outputs, args, wrt, products=products)
+            record = {}
     if chosen == TAPE:  # huge programs: one cached interpreter, no compile
         module, path = tape_module(folder, key, programs), None
     else:
         source = source or render_source(programs, outputs, args, backend)
         module, path = load_source(source, folder)
         backend.load(module)
-    built = Build(backend, chosen, products, programs, module, path, source, folder, key)
+    return _finish(Build(backend, chosen, products, programs, module, path, source, folder, key),
+                   record)
+
+
+def _finish(built: Build, record: dict, **extra: Any) -> Build:
     built._run_on_tape(record.get("on_tape"))
     if not record:
-        save_programs(folder, key, programs, strategy=chosen, module=path and path.name,
-                      on_tape=[p.name for p in built.on_tape])
+        save_programs(built._folder, built._key, built.programs, strategy=built.strategy,
+                      module=built.path and built.path.name,
+                      on_tape=[p.name for p in built.on_tape], **extra)
     built._share_batches()
     return built
+
+
+class Deferred:
+    """A Build whose first calls run interpreted (runtime.interpret): the Python backend's
+    module for the programs, per program a `Pending` switch to the straight-line Build, which
+    is made (rendered, imported, its kernels compiled or loaded) when the switch pays, or
+    when its module, file, source or raw kernels are asked for (calls then run it: what is
+    shipped, e.g. to Dask workers, gives the very bits the function gives)."""
+
+    def __init__(self, backend: Backend, products: Sequence[Product], programs: list[Program],
+                 nodes: tuple, folder: Path, key: str, record: dict,
+                 source: str | None) -> None:
+        from ..backends.registry import BACKENDS
+        from .interpret import Pending
+
+        self.backend, self.strategy, self.products = backend, STRAIGHT, tuple(products)
+        self.programs, self._nodes, self._folder, self._key = programs, nodes, folder, key
+        self._record, self._source, self._built = record, source, None
+        self.rows_in_place = backend.rows_in_place  # the interpreter reads x first too
+        text = kept_source(folder, record.get("interpreter"))
+        if text is None:
+            outputs, args, _ = nodes
+            text = render_source(programs, outputs, args, BACKENDS["python"],
+                                 described=False)
+        interpreter, path = load_source(text, folder, sync=False)
+        if not record:  # kept now: a second process interprets without differentiating
+            save_programs(folder, key, programs, strategy=STRAIGHT, interpreter=path.name)
+        self.interpreter = interpreter
+        cached = source is not None  # a module made before: Numba's cache likely has it
+        self.pending = {p.name: Pending(p.name, p.op_count, interpreter, self.straight,
+                                        lambda: cached) for p in programs}
+        self.rows: dict[str, Kernel] = {n: p.row for n, p in self.pending.items()}
+        self.batches: dict[str, Kernel] = {n: p.batch for n, p in self.pending.items()}
+        self.threaded: dict[str, Kernel] = {n: p.threaded for n, p in self.pending.items()}
+        # Called with the module once the switch has made it (the API binds its one-point
+        # functions to that module's point kernels then).
+        self.on_switch: list[Callable[[Any], None]] = []
+
+    def straight(self) -> Build:
+        """The straight-line Build: made on the first call (thread-safe), kept after."""
+        from . import interpret
+
+        with interpret.switch_lock:
+            if self._built is None:
+                self._built = self._make()
+                self.programs = self._built.programs  # (with their display comments)
+                for pending in self.pending.values():  # the module asked for is the one run
+                    pending.built = self._built
+                for bind in self.on_switch:
+                    bind(self._built.module)
+        return self._built
+
+    def _make(self) -> Build:
+        record, source = self._record, self._source
+        outputs, args, wrt = self._nodes
+        if source is None:  # the display comments the module shows, then its text
+            programs = build_programs(outputs, args, wrt, products=self.products)
+            source = render_source(programs, outputs, args, self.backend)
+            record = {}
+        else:
+            programs = self.programs
+        module, path = load_source(source, self._folder)
+        self.backend.load(module)
+        built = Build(self.backend, STRAIGHT, self.products, programs, module, path, source,
+                      self._folder, self._key)
+        return _finish(built, record,
+                       interpreter=Path(self.interpreter.__file__).name)
+
+    @property
+    def module(self) -> Any:
+        return self.straight().module
+
+    @property
+    def path(self) -> Path | None:
+        return self.straight().path
+
+    @property
+    def source(self) -> str:
+        return self.straight().source
+
+    @property
+    def batch_tapes(self) -> Any:
+        return self.straight().batch_tapes
+
+    @property
+    def on_tape(self) -> list[Program]:
+        return self.straight().on_tape
+

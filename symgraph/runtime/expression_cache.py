@@ -32,7 +32,7 @@ from ..ir.node import Node
 from ..ir.ops import table_digest
 from ..lower.schedule import CONST, NAME, Operand, Program, Step
 from ..version import __version__
-from .loading import write_atomically
+from .loading import default_cache_dir, read_text, write_atomically
 
 if TYPE_CHECKING:
     from ..backends.tape.module import Tape
@@ -45,8 +45,29 @@ _TAPE_ARRAYS = ("opcodes", "operands", "targets", "blocks", "constants", "output
 @functools.lru_cache(maxsize=1)
 def code_fingerprint() -> str:
     """A digest of symgraph's version and every module of the package (subfolders included):
-    records made by other code are never read."""
-    return fingerprint_of(Path(__file__).resolve().parent.parent)
+    records made by other code are never read. Reading and hashing every module costs a
+    fresh process 5-40 ms, so the digest is kept in the cache folder under a stamp of the
+    modules' names, sizes and modification times (what CPython trusts its .pyc files by):
+    any edit makes another stamp, and the digest is taken again."""
+    package = Path(__file__).resolve().parent.parent
+    stamp = hashlib.sha256(__version__.encode())
+    try:
+        for path in sorted(package.rglob("*.py")):
+            info = path.stat()
+            stamp.update(f"{path.relative_to(package).as_posix()}\0{info.st_size}\0"
+                         f"{info.st_mtime_ns}\n".encode())
+        memo = default_cache_dir() / f"code-{stamp.hexdigest()[:32]}.txt"
+    except OSError:
+        return fingerprint_of(package)
+    kept = read_text(memo)
+    if kept is not None and len(kept) == 64 and all(c in "0123456789abcdef" for c in kept):
+        return kept
+    digest = fingerprint_of(package)
+    try:
+        write_atomically(memo, digest, sync=False)
+    except OSError:  # only a slower next start lost
+        pass
+    return digest
 
 
 def fingerprint_of(package: Path) -> str:
@@ -120,7 +141,7 @@ def _save(path: Path, data: bytes) -> None:
     """Keep `data` at `path` if the disk allows: a record only saves work, so a full disk or a
     read-only folder costs the saving, never the call (a warning says so once)."""
     try:
-        write_atomically(path, data)
+        write_atomically(path, data, sync=False)  # (read back only if its digest checks)
     except OSError as error:
         if (path.parent, error.errno) not in _unsaved:
             _unsaved.add((path.parent, error.errno))

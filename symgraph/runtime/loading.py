@@ -54,13 +54,15 @@ def cache_dir_of(cache_dir: str | os.PathLike | None) -> Path:
     return cache_folder(Path(cache_dir)) if cache_dir is not None else default_cache_dir()
 
 
-def load_source(source: str, cache_dir: str | os.PathLike | None = None) -> tuple[ModuleType, Path]:
-    """Import `source` as a module from ``<cache_dir>/sg_<digest>.py``; returns (module, path)."""
+def load_source(source: str, cache_dir: str | os.PathLike | None = None, *,
+                sync: bool = True) -> tuple[ModuleType, Path]:
+    """Import `source` as a module from ``<cache_dir>/sg_<digest>.py``; returns (module, path).
+    `sync=False`: the file's write is not waited for (its text is checked on every load)."""
     digest = source_digest(source)
     path = cache_dir_of(cache_dir) / f"sg_{digest}.py"
     if read_text(path) != source:
         try:
-            write_atomically(path, source)
+            write_atomically(path, source, sync=sync)
         except OSError as error:  # a full disk, say: a private temporary folder if it works
             fallback = temporary_folder() / path.name
             if fallback == path:

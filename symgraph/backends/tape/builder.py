@@ -32,6 +32,7 @@ import numpy as np
 from ...ir.traversal import bulk
 from ...lower.schedule import CONST, NAME, Operand, Program, Step, power_exponent
 from ..numba.cache import preload
+from .choice import STRATEGIES, TAPE_THRESHOLD_OPS, choose_strategy
 from .interpreter import Interpreter, interpreter_for, refusal
 from .module import LANE_BUDGET, Tape, TapeModule, lane_width, tape_text
 from .opcodes import NMUL, SINCOS, SUB
@@ -40,12 +41,6 @@ from .passes import cluster_order, linear_scan, split_blocks
 __all__ = ["LANE_BUDGET", "STRATEGIES", "TAPE_THRESHOLD_OPS", "Tape", "TapeModule", "build_tape",
            "build_tape_module", "choose_strategy", "lane_width", "lanes_beat_rows", "tape_text"]
 
-STRATEGIES = ("auto", "straight", "tape")
-# Measured with benchmarks/scale.py: a straight-line Numba kernel compiles in ~0.2 ms per
-# operation for the row and ~0.3 ms for the batch (~2 s at this size, 4,517 ops: 0.95 s + 1.2 s;
-# ~9 s at 13,000); a tape builds in ~3 us per instruction with nothing to compile (its
-# interpreter loads from Numba's cache in ~0.4 s) and evaluates ~3x slower per point.
-TAPE_THRESHOLD_OPS = 4_000
 
 
 class _Builder:
@@ -247,18 +242,6 @@ def lanes_beat_rows(program: Program) -> bool:
     row = ROW_NS_PER_OP * (ops - vector) + ROW_NS_PER_CALL * vector
     lanes = LANE_NS_PER_INSTRUCTION * ops + LANE_NS_PER_VECTOR_CALL * vector
     return lanes < row
-
-
-def choose_strategy(programs: Sequence[Program], strategy: str = "auto") -> str:
-    """``"straight"`` or ``"tape"``: `strategy` itself, or for ``"auto"`` the tape when the
-    largest program has more than `TAPE_THRESHOLD_OPS` operations, where a straight-line Numba
-    kernel would take longer to compile than the tape takes to build and run many times."""
-    if strategy not in STRATEGIES:
-        raise ValueError(f"unknown strategy {strategy!r}; choose one of {list(STRATEGIES)}")
-    if strategy != "auto":
-        return strategy
-    largest = max((p.op_count for p in programs), default=0)
-    return "tape" if largest > TAPE_THRESHOLD_OPS else "straight"
 
 
 @bulk

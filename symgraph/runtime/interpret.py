@@ -1,0 +1,192 @@
+"""Interpret first: a compiled function's first calls run in plain Python (a `math` kernel per
+point, NumPy per batch: the Python backend's module for the same programs), and its Numba
+kernels are compiled, or loaded from Numba's cache, only once that has paid.
+
+Compiling a straight-line Numba kernel costs 0.2-1.5 s; SymEngine's LLVM takes 6-250 ms for
+the same expressions, and a user who evaluates a formula a few times never gets that time
+back. So `strategy="auto"` starts on the interpreter, counts the work it does there, and
+switches when the time the interpreter has lost against the compiled kernel reaches what the
+switch costs (a compile, or a load when Numba's cache has the kernels): the ski-rental rule,
+never more than twice the better of the two choices made in advance. A single batch big
+enough to lose that much on its own switches at once. The counts are of work (calls,
+points and operations), never of clock time, so the same calls switch at the same point in
+every run; what a kernel returns does not depend on it beyond rounding (NumPy's and libm's
+exp/log differ in the last bit; one-point kernels use libm either way).
+
+The constants are fitted to the FIT families of benchmarks/families.py and checked on the
+VALIDATE families (`python -m benchmarks.setup`, which prints both; the costs are per point,
+one thread, on the 2-core x86-64 machine of benchmarks/results/setup.md).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+# Interpreted, per point: a `math` row kernel costs ~ROW_CALL_NS + ROW_NS_PER_OP * ops; a NumPy
+# batch ~BATCH_CALL_NS_PER_OP * ops per block of rows plus BATCH_NS_PER_OP per operation and
+# point. Compiled: a row call ~0.3 us (the call path) plus ~0.5 ns per operation; a batch
+# ~COMPILED_NS_PER_OP per operation and point. Fitted with `python -m benchmarks.setup --fit
+# --families fit` (value+gradient programs of 15-3,750 operations, 20,000-point batches, one
+# core; two runs, at load average ~4 and ~8 on 2 cores, where everything ran up to 2-3x
+# slower): interpreted rows 0.5-88 us (1.0-255 us loaded), batches in blocks 2.2-13.5 ns per
+# operation and point (median 3.7, loaded); compiled rows 0.3-4 us, batches 0.04-3.7 ns.
+# Held out (`--families validate`, loaded, unblocked batches): rows 0.9-477 us, batches
+# 0.9-16 ns, compiled batches 0.08-5.1 ns: the same ranges.
+INTERP_ROW_CALL_NS, INTERP_ROW_NS_PER_OP = 300.0, 20.0
+INTERP_BATCH_CALL_NS_PER_OP, INTERP_BATCH_NS_PER_OP = 500.0, 2.5
+COMPILED_ROW_CALL_NS, COMPILED_ROW_NS_PER_OP, COMPILED_NS_PER_OP = 300.0, 0.5, 0.5
+# What switching costs: Numba's compile of a kernel (FIT: rows 40-1,150 ms at load ~4 and
+# 85-2,000 ms at ~8 for 15-3,750 operations; batch chunk kernels 150-2,400 ms, but none for
+# programs whose batches run on the tape's lanes), and the first compile of a process pays
+# Numba's own set-up (its typing and target contexts, ~0.4 s); a load from Numba's cache, and
+# the first load of a process the runtime's set-up (~30-80 ms).
+COMPILE_MS, COMPILE_MS_PER_OP, FIRST_COMPILE_MS = 150.0, 0.25, 400.0
+LOAD_MS, FIRST_LOAD_MS = 5.0, 80.0
+# NumPy runs an interpreted batch in blocks of this many rows: each step's temporary then
+# stays in the CPU's cache (and in malloc's heap: 20,000 float64s are past glibc's mmap
+# threshold, so every step of an unblocked batch maps and faults in fresh pages). Fitted on
+# FIT families (gauss_loglik@24/@259, weibull@14, arrhenius@31, one core): 512 rows took
+# 0.4-0.55x the unblocked time, 1024 0.25-0.95x, 2048 0.6-1.0x.
+INTERP_BLOCK_ROWS = 512
+
+_compiled_in_process = [False]
+# One lock for every switch (a switch imports a module and compiles: rare, and never nested
+# across functions); a forked child gets a new one, as a thread that held it is not there.
+switch_lock = threading.RLock()
+
+
+def _new_lock_in_child() -> None:
+    global switch_lock
+    switch_lock = threading.RLock()
+
+
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=_new_lock_in_child)
+
+
+def _numba_started() -> bool:
+    """Whether this process has already paid Numba's runtime set-up (a kernel loaded)."""
+    nrt = sys.modules.get("numba.core.runtime.nrt")
+    return bool(nrt is not None and getattr(getattr(nrt, "rtsys", None), "_init", False))
+
+
+def switch_ms(ops: int, cached: bool) -> float:
+    """The estimated cost of getting one compiled kernel of `ops` operations."""
+    if cached:
+        return LOAD_MS + (0.0 if _numba_started() else FIRST_LOAD_MS)
+    first = 0.0 if _compiled_in_process[0] else FIRST_COMPILE_MS
+    return COMPILE_MS + COMPILE_MS_PER_OP * ops + first
+
+
+def row_loss_ns(ops: int) -> float:
+    """What one interpreted row call loses against the compiled one."""
+    return (INTERP_ROW_CALL_NS - COMPILED_ROW_CALL_NS
+            + (INTERP_ROW_NS_PER_OP - COMPILED_ROW_NS_PER_OP) * ops)
+
+
+def batch_loss_ns(ops: int, rows: int) -> float:
+    """What one interpreted batch call of `rows` points loses against the compiled one."""
+    blocks = -(-rows // INTERP_BLOCK_ROWS)
+    return (INTERP_BATCH_CALL_NS_PER_OP * ops * blocks
+            + (INTERP_BATCH_NS_PER_OP - COMPILED_NS_PER_OP) * ops * rows)
+
+
+class Pending:
+    """The switch of one program's kernels: the interpreter's row and batch until the lost
+    time reaches the switch's cost, then `compiled()` (the straight-line Build's kernels).
+    `cached()` says whether Numba's cache holds them (a load, not a compile)."""
+
+    def __init__(self, name: str, ops: int, interpreter: Any,
+                 compiled: Callable[[], Any], cached: Callable[[], bool]) -> None:
+        self.name, self.ops = name, max(1, ops)
+        self._row = getattr(interpreter, name + "_row")
+        self._batch = getattr(interpreter, name + "_batch")
+        self._compiled, self._cached = compiled, cached
+        self.lost_ns = 0.0  # interpreted work so far, as time lost against compiled kernels
+        self.built: Any = None  # the straight-line Build, once switched
+
+    def _budget_ns(self) -> float:
+        return switch_ms(self.ops, self._cached()) * 1e6
+
+    def switch(self) -> Any:
+        """The straight-line Build (compiling or loading its module on the first call)."""
+        with switch_lock:
+            if self.built is None:
+                cached = self._cached()
+                self.built = self._compiled()
+                if not cached:
+                    _compiled_in_process[0] = True
+        return self.built
+
+    # -- rows --------------------------------------------------------------------------------
+    def _interpret_row(self, x: np.ndarray, out: np.ndarray) -> bool:
+        """Whether the point ran interpreted: not when its lost time reaches the switch's
+        cost, nor when the Python kernel cannot run it (an op whose `math` form refuses
+        what it was given: the compiled kernel, made now, gives NumPy's answer)."""
+        self.lost_ns += row_loss_ns(self.ops)
+        if self.lost_ns >= self._budget_ns():
+            return False
+        try:
+            self._row(x.tolist(), out)  # (a list: x is read before out is written)
+        except Exception:  # noqa: BLE001 - the compiled kernel answers, or raises, instead
+            self.lost_ns = float("inf")
+            return False
+        return True
+
+    def row(self, x: np.ndarray, out: np.ndarray) -> None:
+        """One point: interpreted (x may be out), or compiled."""
+        if self.built is None and self._interpret_row(x, out):
+            return
+        self.switch().rows[self.name](x, out)
+
+    def bind_row(self, holder: Any, stand_ins: tuple, resolve: Callable) -> Callable:
+        """The `call` for an api row holder: interpreted, rebound to the compiled kernel's
+        entry point (`resolve`) once switched."""
+        def call(x: np.ndarray, out: np.ndarray) -> None:
+            if self.built is None and self._interpret_row(x, out):
+                return
+            holder.call = resolve(self.switch().rows[self.name], stand_ins)
+            holder.call(x, out)
+
+        if self.built is not None:
+            return resolve(self.built.rows[self.name], stand_ins)
+        return call
+
+    # -- batches -----------------------------------------------------------------------------
+    def _batch_now(self, X: np.ndarray, OUT: np.ndarray) -> bool:
+        """Whether this batch runs interpreted (counting it), else the switch is made."""
+        if self.built is not None:
+            return False
+        loss = batch_loss_ns(self.ops, X.shape[0])
+        if self.lost_ns + loss >= self._budget_ns():
+            return False  # (a batch that alone would lose the switch's cost switches at once)
+        self.lost_ns += loss
+        return True
+
+    def _interpret(self, X: np.ndarray, OUT: np.ndarray) -> bool:
+        """NumPy over blocks of rows; False (and switched from then on) when an op's NumPy
+        form cannot run them."""
+        rows, step = X.shape[0], INTERP_BLOCK_ROWS
+        try:
+            for start in range(0, rows, step):
+                self._batch(X[start:start + step], OUT[start:start + step])
+        except Exception:  # noqa: BLE001 - the compiled kernel answers, or raises, instead
+            self.lost_ns = float("inf")
+            return False
+        return True
+
+    def batch(self, X: np.ndarray, OUT: np.ndarray) -> None:
+        """A batch on the calling thread."""
+        if not (self._batch_now(X, OUT) and self._interpret(X, OUT)):
+            self.switch().batches[self.name](X, OUT)
+
+    def threaded(self, X: np.ndarray, OUT: np.ndarray) -> None:
+        """A batch shared between threads once compiled (interpreted: NumPy on one)."""
+        if not (self._batch_now(X, OUT) and self._interpret(X, OUT)):
+            self.switch().threaded[self.name](X, OUT)
