@@ -23,8 +23,9 @@ def backend(request) -> str:
 def fn(backend) -> sg.CompiledFunction:
     x, y = sg.symbols("x y")
     # A quotient and a log: signed zeros, infinities and nan reach the outputs.
+    # (strategy "straight": compiled at once, so every call below takes the compiled path)
     return sg.compile(x * x * y + sg.sin(y) + x / y + sg.log(x * x + 1), [x, y],
-                      backend=backend)
+                      backend=backend, strategy="straight")
 
 
 def _checked(fn: sg.CompiledFunction, point: list) -> bytes:
@@ -113,3 +114,19 @@ def test_the_numba_module_holds_the_point_kernels_and_their_api(fn):
     assert "def value_grad_point(_x, _g):" in fn.source
     assert "def value_grad_api(" in fn.source and "def value_api(" in fn.source
     assert fn.value_and_grad.__name__ == "value_and_grad" and fn.grad.__doc__
+
+
+def test_an_interpreted_function_takes_the_fast_path_once_it_has_switched_with_numba():
+    # strategy "auto" interprets first (runtime.interpret); once the Numba module is made the
+    # methods are the module's one-point functions, giving the interpreter's numbers.
+    x, y = sg.symbols("x y")
+    fn = sg.compile(x * sg.exp(y) / (1 + x * x), [x, y])
+    interpreted = fn.value_and_grad(0.5, -2.0)
+    assert fn.value_and_grad.__module__ == "symgraph.api"
+    fn.kernels("value_grad")  # asking for the raw kernels makes the module: the switch
+    assert fn.value_and_grad.__module__ == fn.module.__name__
+    value, gradient = fn.value_and_grad(0.5, -2.0)
+    assert value == pytest.approx(interpreted[0], rel=1e-15)
+    np.testing.assert_allclose(gradient, interpreted[1], rtol=1e-15)
+    out = np.empty(2)
+    assert fn.grad(0.5, -2.0, out=out) is out and np.array_equal(out, gradient)
