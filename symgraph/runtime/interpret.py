@@ -39,6 +39,12 @@ import numpy as np
 # Held out (`--families validate`, loaded, unblocked batches): rows 0.9-477 us, batches
 # 0.9-16 ns, compiled batches 0.08-5.1 ns: the same ranges.
 INTERP_ROW_CALL_NS, INTERP_ROW_NS_PER_OP = 300.0, 20.0
+# ... plus what the API's checked call path costs against the compiled function's one-point
+# path (runtime.points): refitted after the merge with the one-point functions on 6 FIT
+# workloads (gauss_loglik@1/@24, weibull@14, morse_chain@2, arrhenius@31, logistic_regression@1,
+# load ~5): the real loss per call was 0.87-27.5 us, ~(700 - 300) + 200 per input + 25 per
+# operation ns (the model above alone said 0.2-19 us: a switch 3-5x too late for small ones).
+INTERP_ROW_API_NS, INTERP_ROW_NS_PER_INPUT, INTERP_ROW_API_NS_PER_OP = 400.0, 200.0, 5.0
 INTERP_BATCH_CALL_NS_PER_OP, INTERP_BATCH_NS_PER_OP = 500.0, 2.5
 COMPILED_ROW_CALL_NS, COMPILED_ROW_NS_PER_OP, COMPILED_NS_PER_OP = 300.0, 0.5, 0.5
 # What switching costs: Numba's compile of a kernel (FIT: rows 40-1,150 ms at load ~4 and
@@ -84,9 +90,10 @@ def switch_ms(ops: int, cached: bool) -> float:
     return COMPILE_MS + COMPILE_MS_PER_OP * ops + first
 
 
-def row_loss_ns(ops: int) -> float:
-    """What one interpreted row call loses against the compiled one."""
-    return (INTERP_ROW_CALL_NS - COMPILED_ROW_CALL_NS
+def row_loss_ns(ops: int, inputs: int = 0) -> float:
+    """What one interpreted row call of `inputs` numbers loses against the compiled one."""
+    return (INTERP_ROW_CALL_NS - COMPILED_ROW_CALL_NS + INTERP_ROW_API_NS
+            + INTERP_ROW_NS_PER_INPUT * inputs + INTERP_ROW_API_NS_PER_OP * ops
             + (INTERP_ROW_NS_PER_OP - COMPILED_ROW_NS_PER_OP) * ops)
 
 
@@ -129,7 +136,7 @@ class Pending:
         """Whether the point ran interpreted: not when its lost time reaches the switch's
         cost, nor when the Python kernel cannot run it (an op whose `math` form refuses
         what it was given: the compiled kernel, made now, gives NumPy's answer)."""
-        self.lost_ns += row_loss_ns(self.ops)
+        self.lost_ns += row_loss_ns(self.ops, x.shape[0])
         if self.lost_ns >= self._budget_ns():
             return False
         try:
