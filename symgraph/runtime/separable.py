@@ -54,34 +54,40 @@ def split_terms(f: Node) -> list[Node]:
 
 def _shape(term: Node, position: dict[Node, int]) -> tuple[tuple, list[int], list[Node]] | None:
     """(shape key, the global positions of its variables in order of first use, its nodes in
-    topological order), or None when `term` is too big or uses a symbol outside `position`."""
+    topological order), or None when `term` is too big or uses a symbol outside `position`.
+    The key lists, node by node: an op's name and its arguments' local numbers, a variable's
+    slot (an int), a constant (the node itself: nodes are interned)."""
     local: dict[Node, int] = {}
     order: list[Node] = []
     key: list = []
     variables: list[int] = []
-    stack = [(term, False)]
+    stack = [term]
+    push = stack.append
     while stack:
-        node, ready = stack.pop()
+        node = stack.pop()
         if node in local:
             continue
-        if not ready and node.args:
-            stack.append((node, True))
-            stack.extend((a, False) for a in reversed(node.args) if a not in local)
-            continue
-        op = node.op
-        if op == "symbol":
+        args = node.args
+        if args:
+            pending = [a for a in args if a not in local]
+            if pending:
+                push(node)
+                pending.reverse()
+                stack.extend(pending)
+                continue
+            key.append(node.op)
+            key.append(tuple([local[a] for a in args]))
+        elif node.op == "symbol":
             where = position.get(node)
-            if where is None:
+            if where is None or len(variables) == MAX_TERM_VARIABLES:
                 return None
-            key.append(("s", len(variables)))
+            key.append(len(variables))
             variables.append(where)
-        elif op == "const":
-            key.append((node,))
         else:
-            key.append((op, *[local[a] for a in node.args]))
+            key.append(node)
         local[node] = len(order)
         order.append(node)
-        if len(order) > MAX_TERM_NODES or len(variables) > MAX_TERM_VARIABLES:
+        if len(order) > MAX_TERM_NODES:
             return None
     return tuple(key), variables, order
 
