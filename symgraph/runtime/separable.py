@@ -27,7 +27,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..ad.sparsity import hessian_sparsity
-from ..backends.registry import Backend
+from ..backends.registry import BACKENDS, Backend
 from ..ir.node import Node, _intern, symbol
 from ..ir.opspec import generation
 from ..ir.traversal import bulk
@@ -37,6 +37,7 @@ from .build import build
 MIN_TERMS = 1_000  # below, the symbolic sparse kernels are built (they are exact and cheap)
 MAX_TERM_VARIABLES = 8
 MAX_TERM_NODES = 400
+FEW_TERMS = 64  # kinds with fewer terms (a chain's ends, a grid's corners) run in Python
 CHUNK_TERMS = 4_096  # terms per call of a template's batch kernel (its rows stay in cache)
 
 
@@ -153,10 +154,11 @@ class _Kind:
         # Terms by their variables: a sum's own order is its nodes' digests, and gathering
         # and scattering in that order would miss the cache at every term.
         self.index = index[np.lexsort(index.T[::-1])] if k else index
+        if len(rows) < FEW_TERMS:  # not worth a compile
+            backend = BACKENDS["python"]
         built = build([template], stand_ins, stand_ins, backend=backend,
                       products=[VALUE_GRAD_HESS], cache_dir=cache_dir, strategy=strategy)
         self.batch = built.batches[VALUE_GRAD_HESS.name]  # chunks below: the calling thread
-        self.row = getattr(built.module, VALUE_GRAD_HESS.name + "_row")
         self.width = 1 + k + k * k
         self._buffers: tuple[np.ndarray, np.ndarray] | None = None
         local_rows, local_cols = hessian_sparsity(template, stand_ins)
