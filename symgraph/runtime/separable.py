@@ -160,6 +160,9 @@ class _Kind:
                       products=[VALUE_GRAD_HESS], cache_dir=cache_dir, strategy=strategy)
         self.batch = built.batches[VALUE_GRAD_HESS.name]  # chunks below: the calling thread
         self.width = 1 + k + k * k
+        # Compiled now, while the garbage collector is paused (`separable_sum` is bulk work):
+        # on a first call, beside millions of live nodes, each collection would take seconds.
+        self.batch(np.zeros((1, k)), np.empty((1, self.width)))
         self._buffers: tuple[np.ndarray, np.ndarray] | None = None
         local_rows, local_cols = hessian_sparsity(template, stand_ins)
         self.local = 1 + k + local_rows * k + local_cols  # columns of OUT, lower triangle
@@ -194,6 +197,12 @@ class SeparableSum:
         unique, slot = np.unique(keys, return_inverse=True)
         self.pattern = unique // n, unique % n
         self.nnz = len(unique)
+        loops = _loops()  # compiled (or loaded) now, as the templates are
+        loops["_gather"](np.zeros(1), np.zeros((1, 1), np.int32), np.empty((1, 1)))
+        loops["_scatter_entries"](np.zeros((1, 1)), np.zeros(1, np.int64),
+                                  np.zeros((1, 1), np.int32), np.zeros(1))
+        loops["_scatter_products"](np.zeros((1, 3)), np.zeros((1, 1), np.int32), np.zeros(1),
+                                   np.zeros(1))
         self._slots, start = [], 0  # per kind: (terms, local pairs) -> slot in the pattern
         for kind in kinds:
             size = kind.pairs[0].size
