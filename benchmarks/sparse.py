@@ -26,6 +26,8 @@ import numpy as np
 
 import symgraph as sg
 from symgraph import integrate as sg_integrate
+from symgraph.backends.registry import BACKENDS
+from symgraph.runtime.sparse import DerivativeKernels
 
 
 def _clock(function, repeat: int = 1):
@@ -60,7 +62,7 @@ def _ratios(ours, theirs, repeats: int = 3) -> tuple[float, float, float]:
 
 
 def _sparse_hessian_report(title: str, build_f, numpy_values, casadi_f, n: int, backend: str,
-                           symbolic_max: int) -> None:
+                           symbolic_max: int, value_kernel: bool = True) -> None:
     """Setup and evaluation figures of one sparse Hessian problem. The kernels a user gets
     from `fn.hessian(x, sparse=True)` and `fn.hessp`: for a large sum of small terms, one
     template kernel per kind of term (runtime.separable); the symbolic sparse kernels (the
@@ -71,16 +73,21 @@ def _sparse_hessian_report(title: str, build_f, numpy_values, casadi_f, n: int, 
     t_pattern, (rows, cols) = _clock(lambda: sg.hessian_sparsity(f, x))
     print(f"expression {t_expr:.2f} s; Hessian pattern from the DAG {t_pattern:.2f} s "
           f"({len(rows)} nonzeros)")
-    t_value, fn = _clock(lambda: sg.compile(f, x, backend=backend))
-    kernels = fn.derivative_kernels
+    if value_kernel:
+        t_value, fn = _clock(lambda: sg.compile(f, x, backend=backend))
+        kernels = fn.derivative_kernels
+    else:  # the sparse kernels alone, as sg.compile(...).derivative_kernels makes them
+        t_value, fn = None, None
+        kernels = DerivativeKernels([f], x, x, backend=BACKENDS[backend])
     point = np.random.default_rng(0).uniform(-1, 1, n)
     v = np.random.default_rng(1).uniform(-1, 1, n)
     t_sep, separable = _clock(lambda: kernels.separable)
-    t_first = _clock(lambda: (kernels.hessian_values(point), fn.hessp(point, v)))[0]
+    t_first = _clock(lambda: (kernels.hessian_values(point), kernels.hessp(point, v)))[0]
     kinds = "none" if separable is None else ", ".join(
         f"{len(k.index)} x {k.k}" for k in separable.kinds)
-    print(f"value+gradient kernel {t_value:.2f} s (strategy {fn.strategy}); sums of small "
-          f"terms: kinds (terms x variables) {kinds}")
+    value = "not built" if fn is None else f"{t_value:.2f} s (strategy {fn.strategy})"
+    print(f"value+gradient kernel {value}; sums of small terms: kinds (terms x variables) "
+          f"{kinds}")
     print(f"pattern + sparse Hessian + hessp built and compiled: {t_sep + t_first:.2f} s "
           f"(templates {t_sep:.2f} s, first calls {t_first:.2f} s)")
     pattern = kernels.hessian_pattern()
@@ -95,8 +102,8 @@ def _sparse_hessian_report(title: str, build_f, numpy_values, casadi_f, n: int, 
     else:
         t_ours = _timed_eval(lambda: kernels.hessian_values(point))
         print(f"sparse Hessian values: symgraph {t_ours * 1e3:.3f} ms (no NumPy by hand)")
-    t_csr = _timed_eval(lambda: fn.hessian(point, sparse=True))
-    t_hv = _timed_eval(lambda: fn.hessp(point, v))
+    t_csr = _timed_eval(lambda: kernels.hessian(point))
+    t_hv = _timed_eval(lambda: kernels.hessp(point, v))
     print(f"as csr_array {t_csr * 1e3:.3f} ms; hessp {t_hv * 1e3:.3f} ms")
     if n <= symbolic_max:
         t_hess, _ = _clock(lambda: kernels.kernel("sparse_hess"))
@@ -270,6 +277,8 @@ def main() -> None:
     parser.add_argument("--n", default="10000,100000", help="Rosenbrock sizes, comma-separated")
     parser.add_argument("--grid", type=int, default=300)
     parser.add_argument("--chain", type=int, default=100_000, help="the held-out family's size")
+    parser.add_argument("--no-value-kernel", action="store_true",
+                        help="skip sg.compile's value+gradient kernel (minutes at 10^5)")
     parser.add_argument("--symbolic-max", type=int, default=10_000,
                         help="largest size whose symbolic sparse kernels are built too")
     parser.add_argument("--states", type=int, default=1000)
@@ -283,15 +292,16 @@ def main() -> None:
         for n in map(int, a.n.split(",")):
             _sparse_hessian_report("Chained Rosenbrock", lambda n=n: rosenbrock(n),
                                    rosenbrock_numpy_values, rosenbrock_casadi, n, a.backend,
-                                   a.symbolic_max)
+                                   a.symbolic_max, not a.no_value_kernel)
     if "grid" in parts:
         _sparse_hessian_report(f"2-D Laplacian-type energy {a.grid}x{a.grid}",
                                lambda: grid_energy(a.grid), grid_numpy_values(a.grid),
-                               grid_casadi(a.grid), a.grid * a.grid, a.backend, a.symbolic_max)
+                               grid_casadi(a.grid), a.grid * a.grid, a.backend, a.symbolic_max,
+                               not a.no_value_kernel)
     if "chain" in parts:
         _sparse_hessian_report("Held-out chain (log, exp, sin over 3 variables)",
                                lambda: chain(a.chain), None, chain_casadi, a.chain, a.backend,
-                               a.symbolic_max)
+                               a.symbolic_max, not a.no_value_kernel)
     print(f"load average {os.getloadavg()[0]:.2f} at the end")
     if "ode" not in parts:
         return

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..ad.sparsity import hessian_sparsity
-from ..backends.registry import Backend
+from ..backends.registry import BACKENDS, Backend
 from ..ir.node import Node, _intern, symbol
 from ..ir.opspec import generation
 from ..ir.traversal import bulk
@@ -37,6 +37,7 @@ from .build import build
 MIN_TERMS = 1_000  # below, the symbolic sparse kernels are built (they are exact and cheap)
 MAX_TERM_VARIABLES = 8
 MAX_TERM_NODES = 400
+FEW_TERMS = 64  # kinds with fewer terms (a chain's ends, a grid's corners) run in Python
 CHUNK_TERMS = 4_096  # terms per call of a template's batch kernel (its rows stay in cache)
 
 
@@ -54,34 +55,40 @@ def split_terms(f: Node) -> list[Node]:
 
 def _shape(term: Node, position: dict[Node, int]) -> tuple[tuple, list[int], list[Node]] | None:
     """(shape key, the global positions of its variables in order of first use, its nodes in
-    topological order), or None when `term` is too big or uses a symbol outside `position`."""
+    topological order), or None when `term` is too big or uses a symbol outside `position`.
+    The key lists, node by node: an op's name and its arguments' local numbers, a variable's
+    slot (an int), a constant (the node itself: nodes are interned)."""
     local: dict[Node, int] = {}
     order: list[Node] = []
     key: list = []
     variables: list[int] = []
-    stack = [(term, False)]
+    stack = [term]
+    push = stack.append
     while stack:
-        node, ready = stack.pop()
+        node = stack.pop()
         if node in local:
             continue
-        if not ready and node.args:
-            stack.append((node, True))
-            stack.extend((a, False) for a in reversed(node.args) if a not in local)
-            continue
-        op = node.op
-        if op == "symbol":
+        args = node.args
+        if args:
+            pending = [a for a in args if a not in local]
+            if pending:
+                push(node)
+                pending.reverse()
+                stack.extend(pending)
+                continue
+            key.append(node.op)
+            key.append(tuple([local[a] for a in args]))
+        elif node.op == "symbol":
             where = position.get(node)
-            if where is None:
+            if where is None or len(variables) == MAX_TERM_VARIABLES:
                 return None
-            key.append(("s", len(variables)))
+            key.append(len(variables))
             variables.append(where)
-        elif op == "const":
-            key.append((node,))
         else:
-            key.append((op, *[local[a] for a in node.args]))
+            key.append(node)
         local[node] = len(order)
         order.append(node)
-        if len(order) > MAX_TERM_NODES or len(variables) > MAX_TERM_VARIABLES:
+        if len(order) > MAX_TERM_NODES:
             return None
     return tuple(key), variables, order
 
@@ -147,11 +154,15 @@ class _Kind:
         # Terms by their variables: a sum's own order is its nodes' digests, and gathering
         # and scattering in that order would miss the cache at every term.
         self.index = index[np.lexsort(index.T[::-1])] if k else index
+        if len(rows) < FEW_TERMS:  # not worth a compile
+            backend = BACKENDS["python"]
         built = build([template], stand_ins, stand_ins, backend=backend,
                       products=[VALUE_GRAD_HESS], cache_dir=cache_dir, strategy=strategy)
         self.batch = built.batches[VALUE_GRAD_HESS.name]  # chunks below: the calling thread
-        self.row = getattr(built.module, VALUE_GRAD_HESS.name + "_row")
         self.width = 1 + k + k * k
+        # Compiled now, while the garbage collector is paused (`separable_sum` is bulk work):
+        # on a first call, beside millions of live nodes, each collection would take seconds.
+        self.batch(np.zeros((1, k)), np.empty((1, self.width)))
         self._buffers: tuple[np.ndarray, np.ndarray] | None = None
         local_rows, local_cols = hessian_sparsity(template, stand_ins)
         self.local = 1 + k + local_rows * k + local_cols  # columns of OUT, lower triangle
@@ -186,6 +197,12 @@ class SeparableSum:
         unique, slot = np.unique(keys, return_inverse=True)
         self.pattern = unique // n, unique % n
         self.nnz = len(unique)
+        loops = _loops()  # compiled (or loaded) now, as the templates are
+        loops["_gather"](np.zeros(1), np.zeros((1, 1), np.int32), np.empty((1, 1)))
+        loops["_scatter_entries"](np.zeros((1, 1)), np.zeros(1, np.int64),
+                                  np.zeros((1, 1), np.int32), np.zeros(1))
+        loops["_scatter_products"](np.zeros((1, 3)), np.zeros((1, 1), np.int32), np.zeros(1),
+                                   np.zeros(1))
         self._slots, start = [], 0  # per kind: (terms, local pairs) -> slot in the pattern
         for kind in kinds:
             size = kind.pairs[0].size
