@@ -26,7 +26,7 @@ from numba import njit
 
 from symgraph.backends.numba.runtime import fetch_add, lane_loops, load_acquire, straight_line
 
-# runtime bfdcc35456107f669116d5e2: Numba's cache of this file is of that runtime
+# runtime b656052003f3ff6d2a4dc61e: Numba's cache of this file is of that runtime
 
 
 def value_steps(_x, _out):
