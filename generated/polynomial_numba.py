@@ -15,8 +15,6 @@ Kernels (each NAME_row fills _out for one point; NAME_batch fills the rows of _O
 NAME_steps is each kernel in plain Python; NAME_row runs it compiled (symgraph's Numba
 runtime lowers each step with Numba's own code for it: the bits of an @njit of
 NAME_steps). NAME_batch runs NAME_chunks, which threads share (symgraph.runtime.batching).
-NAME_point is the same steps for one point given as numbers; NAME_api is what the API
-calls with them (symgraph.backends.numba.point).
 """
 
 import math
@@ -24,9 +22,9 @@ import math
 import numpy as np
 from numba import njit
 
-from symgraph.backends.numba.runtime import fetch_add, load_acquire, point_line, straight_line
+from symgraph.backends.numba.runtime import fetch_add, lane_loops, load_acquire, straight_line
 
-# runtime 95137825159f0c1ff0b3570c: Numba's cache of this file is of that runtime
+# runtime b656052003f3ff6d2a4dc61e: Numba's cache of this file is of that runtime
 
 
 def value_steps(_x, _out):
@@ -45,16 +43,27 @@ def value_row(_x, _out):
     _value_steps(_x, _out)
 
 
+def value_lanes(_X, _OUT, _T, _s, _m):
+    # Points _s .. _s + _m - 1; a value crossing segments lives in _T[slot * 64 + _j].
+    for _j in range(_m):
+        x = _X[_s + _j, 0]
+        t0 = x * x  # x**2
+        t1 = 2.0 * x  # 2*x
+        f = t0 + t1 + 1.0  # x**2 + 2*x + 1
+        _OUT[_s + _j, 0] = f
+
+
+_value_lanes = lane_loops(value_lanes, value_steps, slots=64, block=64, chunk=2048, widths={'_X': 1, '_OUT': 1})
+
+
 @njit(cache=True, error_model="numpy", nogil=True)
 def value_chunks(_X, _OUT, _claims):
-    if _OUT.shape[0] != _X.shape[0] or _X.shape[1] < 1 or _OUT.shape[1] < 1:
+    if _OUT.shape[0] != _X.shape[0] or _X.shape[1] != 1 or _OUT.shape[1] != 1:
         return -1  # not this kernel's shapes
     _n = (_X.shape[0] + 2047) // 2048  # chunks of 2048 points
     _c = fetch_add(_claims, 0)
     while _c < _n:
-        _x, _o = _X[_c * 2048:_c * 2048 + 2048], _OUT[_c * 2048:_c * 2048 + 2048]
-        for _k in range(_x.shape[0]):
-            value_row(_x[_k], _o[_k])
+        _value_lanes(_X, _OUT, _c)  # value_lanes on each block of 64 points
         fetch_add(_claims, 1)
         _c = fetch_add(_claims, 0)
     _spins = 0
@@ -69,36 +78,6 @@ def value_batch(_X, _OUT):
             or value_chunks(_X, _OUT, np.zeros(2, np.int64)) < 0):
         raise ValueError(f"value_batch needs _X of shape (N, 1) and _OUT of shape (N, 1), "
                          f"got {_X.shape} and {_OUT.shape}")
-
-
-_value_point = point_line(value_steps)
-
-
-@njit(cache=True, error_model="numpy")
-def value_point(_x):
-    return _value_point(_x, None)
-
-
-def value_api(_point, _points, _slow):
-    """symgraph.api's value call at one point: floats or ints go to value_point as a tuple
-    (_point: its compiled entry), a float64 array of shape (1,) as it is (_points); anything
-    else to _slow, the API's checked path (the same numbers; its errors)."""
-    _array, _f64 = np.ndarray, np.dtype(np.float64)
-    _numbers = frozenset({float, int, np.float64})
-
-    def value(*_x, **_named):
-        if len(_x) == 1 and not _named:
-            x, = _x
-            if type(x) in _numbers:
-                try:
-                    return _point(_x)
-                except (TypeError, OverflowError):  # an int beyond floats
-                    pass
-            elif type(x) is _array and x.shape == (1,) and x.dtype is _f64 and x.flags.carray:
-                return _points(x)
-        return _slow(*_x, **_named)
-
-    return value
 
 
 def value_grad_steps(_x, _out):
@@ -119,16 +98,29 @@ def value_grad_row(_x, _out):
     _value_grad_steps(_x, _out)
 
 
+def value_grad_lanes(_X, _OUT, _T, _s, _m):
+    # Points _s .. _s + _m - 1; a value crossing segments lives in _T[slot * 64 + _j].
+    for _j in range(_m):
+        x = _X[_s + _j, 0]
+        t0 = x * x  # x**2
+        t1 = 2.0 * x  # 2*x
+        f = t0 + t1 + 1.0  # x**2 + 2*x + 1
+        df_dx = t1 + 2.0  # 2*x + 2
+        _OUT[_s + _j, 0] = f
+        _OUT[_s + _j, 1] = df_dx
+
+
+_value_grad_lanes = lane_loops(value_grad_lanes, value_grad_steps, slots=64, block=64, chunk=2048, widths={'_X': 1, '_OUT': 2})
+
+
 @njit(cache=True, error_model="numpy", nogil=True)
 def value_grad_chunks(_X, _OUT, _claims):
-    if _OUT.shape[0] != _X.shape[0] or _X.shape[1] < 1 or _OUT.shape[1] < 2:
+    if _OUT.shape[0] != _X.shape[0] or _X.shape[1] != 1 or _OUT.shape[1] != 2:
         return -1  # not this kernel's shapes
     _n = (_X.shape[0] + 2047) // 2048  # chunks of 2048 points
     _c = fetch_add(_claims, 0)
     while _c < _n:
-        _x, _o = _X[_c * 2048:_c * 2048 + 2048], _OUT[_c * 2048:_c * 2048 + 2048]
-        for _k in range(_x.shape[0]):
-            value_grad_row(_x[_k], _o[_k])
+        _value_grad_lanes(_X, _OUT, _c)  # value_grad_lanes on each block of 64 points
         fetch_add(_claims, 1)
         _c = fetch_add(_claims, 0)
     _spins = 0
@@ -143,79 +135,6 @@ def value_grad_batch(_X, _OUT):
             or value_grad_chunks(_X, _OUT, np.zeros(2, np.int64)) < 0):
         raise ValueError(f"value_grad_batch needs _X of shape (N, 1) and _OUT of shape (N, 2), "
                          f"got {_X.shape} and {_OUT.shape}")
-
-
-_value_grad_point = point_line(value_grad_steps)
-
-
-@njit(cache=True, error_model="numpy")
-def value_grad_point(_x, _g):
-    return _value_grad_point(_x, _g)
-
-
-def value_grad_api(_point, _points, _slow, _slow_grad):
-    """symgraph.api's value_and_grad and grad at one point: floats or ints go to
-    value_grad_point as a tuple (_point: its compiled entry), a float64 array of shape (1,)
-    as it is (_points); the gradient into a new array, or into out. Anything else goes
-    to _slow and _slow_grad, the API's checked paths (the same numbers; their errors)."""
-    _empty, _array, _f64 = np.empty, np.ndarray, np.dtype(np.float64)
-    _numbers = frozenset({float, int, np.float64})
-
-    def value_and_grad(*_x, out=None, **_named):
-        if len(_x) == 1 and not _named:
-            x, = _x
-            if type(x) in _numbers:
-                if out is None:
-                    try:
-                        _g = _empty(1)
-                        return _point(_x, _g), _g
-                    except (TypeError, OverflowError):  # an int beyond floats
-                        pass
-                elif (type(out) is _array and out.shape == (1,) and out.dtype is _f64
-                        and out.flags.carray):
-                    try:
-                        return _point(_x, out)
-                    except (TypeError, OverflowError):  # an int beyond floats
-                        pass
-            elif type(x) is _array and x.shape == (1,) and x.dtype is _f64 and x.flags.carray:
-                if out is None:
-                    _g = _empty(1)
-                    return _points(x, _g), _g
-                elif (type(out) is _array and out.shape == (1,) and out.dtype is _f64
-                        and out.flags.carray):
-                    return _points(x, out)
-        return _slow(*_x, out=out, **_named)
-
-    def grad(*_x, out=None, **_named):
-        if len(_x) == 1 and not _named:
-            x, = _x
-            if type(x) in _numbers:
-                if out is None:
-                    try:
-                        _g = _empty(1)
-                        _point(_x, _g)
-                        return _g
-                    except (TypeError, OverflowError):  # an int beyond floats
-                        pass
-                elif (type(out) is _array and out.shape == (1,) and out.dtype is _f64
-                        and out.flags.carray):
-                    try:
-                        _point(_x, out)
-                        return out
-                    except (TypeError, OverflowError):  # an int beyond floats
-                        pass
-            elif type(x) is _array and x.shape == (1,) and x.dtype is _f64 and x.flags.carray:
-                if out is None:
-                    _g = _empty(1)
-                    _points(x, _g)
-                    return _g
-                elif (type(out) is _array and out.shape == (1,) and out.dtype is _f64
-                        and out.flags.carray):
-                    _points(x, out)
-                    return out
-        return _slow_grad(*_x, out=out, **_named)
-
-    return value_and_grad, grad
 
 
 def value_grad_hess_steps(_x, _out):
@@ -237,16 +156,31 @@ def value_grad_hess_row(_x, _out):
     _value_grad_hess_steps(_x, _out)
 
 
+def value_grad_hess_lanes(_X, _OUT, _T, _s, _m):
+    # Points _s .. _s + _m - 1; a value crossing segments lives in _T[slot * 64 + _j].
+    for _j in range(_m):
+        x = _X[_s + _j, 0]
+        t0 = x * x  # x**2
+        t1 = 2.0 * x  # 2*x
+        f = t0 + t1 + 1.0  # x**2 + 2*x + 1
+        df_dx = t1 + 2.0  # 2*x + 2
+        _OUT[_s + _j, 0] = f
+        _OUT[_s + _j, 1] = df_dx
+    for _j in range(_m):
+        _OUT[_s + _j, 2] = 2.0
+
+
+_value_grad_hess_lanes = lane_loops(value_grad_hess_lanes, value_grad_hess_steps, slots=64, block=64, chunk=2048, widths={'_X': 1, '_OUT': 3})
+
+
 @njit(cache=True, error_model="numpy", nogil=True)
 def value_grad_hess_chunks(_X, _OUT, _claims):
-    if _OUT.shape[0] != _X.shape[0] or _X.shape[1] < 1 or _OUT.shape[1] < 3:
+    if _OUT.shape[0] != _X.shape[0] or _X.shape[1] != 1 or _OUT.shape[1] != 3:
         return -1  # not this kernel's shapes
     _n = (_X.shape[0] + 2047) // 2048  # chunks of 2048 points
     _c = fetch_add(_claims, 0)
     while _c < _n:
-        _x, _o = _X[_c * 2048:_c * 2048 + 2048], _OUT[_c * 2048:_c * 2048 + 2048]
-        for _k in range(_x.shape[0]):
-            value_grad_hess_row(_x[_k], _o[_k])
+        _value_grad_hess_lanes(_X, _OUT, _c)  # value_grad_hess_lanes on each block of 64 points
         fetch_add(_claims, 1)
         _c = fetch_add(_claims, 0)
     _spins = 0

@@ -29,6 +29,7 @@ from symgraph.backends.numba import vecmath as vm
 from symgraph.backends.numba.batch import (
     BLOCK,
     CHUNK,
+    LIMITED,
     SIN_COS_LIMIT,
     batch_kernel_lines,
     lane_kernel_lines,
@@ -164,15 +165,15 @@ def test_batch_kernel_choice_and_the_api_on_awkward_inputs(use_kernel):
     x, y = sg.symbols("x y")
     expr, args = corpus.polynomial()
     assert uses_lanes(build_programs([expr], args, args, True, False)[1])
-    assert not uses_lanes(build_programs([apply("atan", x)], [x], [x], False, False)[0])
+    assert not uses_lanes(build_programs([apply("cosh", x)], [x], [x], False, False)[0])
     wide = sg.symbols(" ".join(f"w{k}" for k in range(150)))
     p = build_programs([apply("add", *[w * w for w in wide])], wide, wide, True, False)[1]
     assert uses_lanes(p) and "block=16" in "\n".join(batch_kernel_lines(p))
     expr = apply("add", *[(x * k + y) ** 2 / (1 + y * y) for k in range(1, 12)]) + apply(
-        "atan", x * y)  # libm in lanes too (no vecmath form): batches equal rows bit for bit
+        "cosh", x * y)  # libm in lanes too (no vecmath form): batches equal rows bit for bit
     mid = build_programs([expr], [x, y], [x, y], True, False)[1]
     assert uses_lanes(mid) and "_lanes(" in "\n".join(batch_kernel_lines(mid))
-    assert len(segments(mid)) >= 2  # the atan call runs in a segment of its own
+    assert len(segments(mid)) >= 2  # the cosh call runs in a segment of its own
 
     use_kernel(batch_kernel_lines)
     fn = sg.compile(expr, [x, y])
@@ -272,8 +273,8 @@ def test_ops_with_a_vecmath_form_are_vector_steps_and_sin_cos_limit_is_vecmaths(
 def test_each_vecmath_step_is_within_an_ulp_of_the_row_kernel(op, use_kernel):
     # Faithful rounding on both sides: equal or neighbours; nan, inf and signed zeros equal.
     # The lowering inlines vecmath's Python text: its numbers are those of the @njit functions.
-    # pow (x**y): its second column is exponents, and points outside vpow's range (x <= 0,
-    # |y log x| > POW_LIMIT, inf, nan) are recomputed with libm: equal bits there.
+    # Two operands (pow, atan2, hypot): a second column; points outside vpow's range (x <= 0,
+    # |y log x| > POW_LIMIT, inf, nan) or vatan2's (zeros, inf, nan) are recomputed with libm.
     use_kernel(lane_kernel_lines)
     x, y = sg.symbols("x y")
     args = [x, y][:OPS[op].arity]
@@ -302,15 +303,17 @@ def test_each_vecmath_step_is_within_an_ulp_of_the_row_kernel(op, use_kernel):
     # glibc's tanh errs by up to 2 ulp (vecmath's < 1 ulp against mpmath: test_vecmath).
     np.testing.assert_array_max_ulp(lanes[~special], rows[~special],
                                     maxulp=1 if single and op != "tanh" else 2)
-    if single and op != "pow":  # the same bits as vecmath's own compiled function
+    limited = vecmath_calls(code)[0] in LIMITED
+    if single and not limited:  # the same bits as vecmath's own compiled function
         name = vecmath_calls(code)[0]
         ours = np.array([getattr(vm, name)(*v) for v in X])
         assert_same_bits(lanes[:, 0], ours)
-    if op == "pow":  # where vpowoff: libm's bits (the row kernel's); elsewhere vpow's
-        off = np.array([vm.vpowoff(a, b) for a, b in X])
+    if single and len(args) == 2 and limited:  # pow, atan2: libm's bits (the row kernel's)
+        name = vecmath_calls(code)[0]  # where the flag is set, elsewhere vecmath's
+        off = np.array([getattr(vm, name + "off")(a, b) for a, b in X])
         assert 0 < off.sum() < off.size
         assert_same_bits(lanes[off, 0], rows[off, 0])
-        assert_same_bits(lanes[~off, 0], np.array([vm.vpow(a, b) for a, b in X[~off]]))
+        assert_same_bits(lanes[~off, 0], np.array([getattr(vm, name)(a, b) for a, b in X[~off]]))
 
 
 def test_sin_cos_beyond_vecmaths_exact_range_equal_libm(use_kernel):

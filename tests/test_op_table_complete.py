@@ -165,7 +165,10 @@ def test_traits_are_consistent(name):
         assert spec.lanes is None
     if spec.integer_powers:  # small literal powers are products in every backend
         assert spec.render("nb", ["a0", "3.0"]) == "a0 * a0 * a0"
-        assert spec.lane_step(3.0) and not spec.lane_step(None) and not spec.lane_step(0.5)
+        assert spec.render("lanes", ["a0", "3.0"]) == "a0 * a0 * a0"
+        # other powers join lanes only through a vecmath form (vpow)
+        assert spec.lane_step(3.0) and spec.lane_step(None) == spec.lane_step(0.5) == (
+            spec.lanes is not None)
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -299,3 +299,35 @@ def test_vhypot_within_one_ulp_of_mpmath_with_numpys_edges():
     _hypot_loop(a, b, out)
     with np.errstate(over="ignore"):
         assert same(out, np.hypot(a, b))
+
+
+@njit(error_model="numpy")
+def _atan2_loop(y, x, out, off):
+    for j in range(x.size):
+        out[j] = vm.vatan2(y[j], x[j])
+        off[j] = vm.vatan2off(y[j], x[j])
+
+
+def test_vatan_and_vatan2_within_one_ulp_of_mpmath():
+    rng = np.random.default_rng(RNG_SEED + 7)
+    x = np.concatenate([signed(rng, log_uniform(rng, 1e-320, 1e308, 1000)),
+                        rng.uniform(-4.0, 4.0, 1500), EDGES])
+    err, where = max_ulp("vatan", x, mpmath.atan)
+    assert err <= 0.8, (err, where)
+    assert same(apply("vatan", EDGES), np.arctan(EDGES))
+    y = np.concatenate([rng.normal(0.0, 2.0, 1500), signed(rng, log_uniform(rng, 1e-300, 1e300,
+                                                                              1000))])
+    x = np.concatenate([rng.normal(0.0, 2.0, 1500), signed(rng, log_uniform(rng, 1e-300, 1e300,
+                                                                              1000))])
+    out, off = np.empty_like(x), np.empty(x.size, np.bool_)
+    _atan2_loop(y, x, out, off)
+    assert not off.any()
+    worst = 0.0
+    for b, a, v in zip(y.tolist(), x.tolist(), out.tolist()):
+        t = mpmath.atan2(mpmath.mpf(b), mpmath.mpf(a))
+        e = math.frexp(abs(float(t)))[1]
+        worst = max(worst, float(abs(mpmath.mpf(v) - t) / max(2.0 ** (e - 53), 2.0 ** -1074)))
+    assert worst <= 0.9, worst
+    b, a = (g.ravel() for g in np.meshgrid(EDGES, EDGES))  # zeros, inf, nan: flagged
+    _atan2_loop(b, a, np.empty_like(a), off := np.empty(a.size, np.bool_))
+    assert np.array_equal(off, (a == 0) | (b == 0) | ~np.isfinite(a) | ~np.isfinite(b))

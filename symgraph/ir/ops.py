@@ -248,7 +248,7 @@ _arc("asin", np.arcsin, lambda x, out: 1.0 / (1.0 - x * x).call("sqrt"),
 _arc("acos", np.arccos, lambda x, out: -1.0 / (1.0 - x * x).call("sqrt"),
      latex=r"\arccos\left({0}\right)", domain=(-0.9, 0.9))
 _arc("atan", np.arctan, lambda x, out: 1.0 / (1.0 + x * x), latex=r"\arctan\left({0}\right)",
-     finite=True)
+     lanes="vatan({0})", finite=True)
 _func("sinh", np.sinh, lambda x, out: x.call("cosh"), sympy_names=("sinh",))
 _func("cosh", np.cosh, lambda x, out: x.call("sinh"), sympy_names=("cosh",))
 _func("tanh", np.tanh, lambda x, out: 1.0 - out * out, lanes="vtanh({0})", sympy_names=("tanh",),
@@ -323,7 +323,7 @@ _op("max", 2, np.maximum, _minmax_partials("ge"),
     spellings=("max", "Max", "maximum"), vectorises=True, finite=True)
 _op("atan2", 2, np.arctan2,
     lambda a, out: (a[1] / (a[0] * a[0] + a[1] * a[1]), -a[0] / (a[0] * a[0] + a[1] * a[1])),
-    "math.atan2({0}, {1})", "np.arctan2({0}, {1})", cost=TRANSCENDENTAL,
+    "math.atan2({0}, {1})", "np.arctan2({0}, {1})", cost=TRANSCENDENTAL, lanes="vatan2({0}, {1})",
     latex=r"\operatorname{{atan2}}\left({0}, {1}\right)", domain=((0.5, 3.0), (0.5, 3.0)),
     sympy_names=("atan2",), spellings=("atan2", "arctan2"))
 _HYPOT_PRELUDE = '''def _hypot(a, b):

@@ -7,7 +7,8 @@ SLOT_BYTES) and runs each *segment* of the program (a run of steps) as one loop 
 
 * segments of arithmetic only (``+ - * /``, small integer powers, ``sqrt``, comparisons...) are
   loops LLVM vectorises across points, AVX2/AVX-512 wide;
-* so are exp, log, pow, tanh, erf, sigmoid, softplus, expm1, log1p, sin and cos: lane code calls
+* so are exp, log, pow, tanh, erf, sigmoid, softplus, expm1, log1p, sin, cos, atan, atan2
+  and hypot: lane code calls
   symgraph.backends.numba.vecmath's ``vexp``, ``vlog``... (the op table's ``lanes`` templates),
   straight-line code that the runtime's lowering inlines from vecmath itself;
 * segments holding libm calls stay scalar, but their iterations are independent points, so the
@@ -34,7 +35,8 @@ FMA contraction or reassociation), and a vecmath function, like libm, is within 
 true value (the two may round differently). Only the payload or sign of a NaN may differ, which
 IEEE 754 leaves unspecified and which no op can turn into a non-NaN. vsin/vcos are exact only
 for arguments up to vecmath.SIN_COS_LIMIT, vpow (x**y but small integer powers) only for
-finite x > 0 and y with |y log x| <= vecmath.POW_LIMIT: the lane code sets a point's flag
+finite x > 0 and y with |y log x| <= vecmath.POW_LIMIT, vatan2 only off zeros and infinities:
+the lane code sets a point's flag
 ``_F[_j]`` where an argument is outside (``abs(argument) > limit``, ``vpowoff(x, y)``;
 vectorised), and a last loop recomputes the flagged points with the row kernel's steps (libm;
 nan arguments give nan either way). So a point's result never
@@ -96,7 +98,7 @@ MIN_BLOCK = 16
 # point where the step's lane value is not to be trusted, on the step's operands.
 SIN_COS_LIMIT = 5.0e7  # vecmath.SIN_COS_LIMIT (a test checks); vecmath itself imports Numba
 LIMITED = {"vsin": f"abs({{0}}) > {SIN_COS_LIMIT!r}", "vcos": f"abs({{0}}) > {SIN_COS_LIMIT!r}",
-           "vpow": "vpowoff({0}, {1})"}
+           "vpow": "vpowoff({0}, {1})", "vatan2": "vatan2off({0}, {1})"}
 
 I1, I2 = INDENT, INDENT * 2
 

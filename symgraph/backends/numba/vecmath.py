@@ -1,4 +1,5 @@
-"""Vectorisable float64 elementary functions for Numba loops (exp, log, sin, cos, tanh, erf).
+"""Vectorisable float64 elementary functions for Numba loops (exp, log, pow, sin, cos, atan, tanh,
+erf, hypot...).
 
 LLVM cannot vectorise a loop that calls libm, so ``out[j] = math.exp(x[j])`` costs a scalar call
 (~15 ns) per point. The functions here are straight-line arithmetic, comparisons and selects
@@ -240,6 +241,89 @@ def vhypot(x: float, y: float) -> float:
     y_ = _where(a + b != a + b, a + b, y_)  # nan
     y_ = _where(a == math.inf, a, y_)
     return _where(b == math.inf, b, y_)
+
+
+@njit(error_model="numpy", forceinline=True)
+def _atan_parts(a):
+    """atan(a) = head + tail for a >= 0 (fdlibm's scheme, its breakpoints chosen by selects):
+    a = t below 7/16, else atan(a) = atan(c) + atan(t) with c = 1/2, 1, 3/2 or infinity and
+    t = (a - c)/(1 + c a); atan(t) = t + t P(t^2), degree 11."""
+    r1 = a >= 0.4375
+    r2 = a >= 0.6875
+    r3 = a >= 1.1875
+    r4 = a >= 2.4375
+    num = _where(r4, -1.0, _where(r3, a - 1.5, _where(r2, a - 1.0, _where(
+        r1, 2.0 * a - 1.0, a))))
+    den = _where(r4, a, _where(r3, 1.0 + 1.5 * a, _where(r2, a + 1.0, _where(
+        r1, 2.0 + a, 1.0))))
+    t = num / den
+    # atan of 1/2, 1, 3/2 and infinity as double-doubles (fdlibm's atanhi, atanlo)
+    hi = _where(r4, 1.5707963267948966, _where(r3, 0.982793723247329, _where(
+        r2, 0.7853981633974483, 0.4636476090008061)))
+    lo = _where(r4, 6.123233995736766e-17, _where(r3, 1.3903311031230998e-17, _where(
+        r2, 3.061616997868383e-17, 2.2698777452961687e-17)))
+    z = t * t
+    w = z * z
+    s1 = 0.016285820115365782  # fdlibm's aT: odd and even terms of atan(t)/t - 1 in t^2
+    s1 = s1 * w + 0.049768779946159324
+    s1 = s1 * w + 0.06661073137387531
+    s1 = s1 * w + 0.09090887133436507
+    s1 = s1 * w + 0.14285714272503466
+    s1 = z * (s1 * w + 0.3333333333333293)
+    s2 = -0.036531572744216916
+    s2 = s2 * w + -0.058335701337905735
+    s2 = s2 * w + -0.0769187620504483
+    s2 = s2 * w + -0.11111110405462356
+    s2 = w * (s2 * w + -0.19999999999876483)
+    head = _where(r1, hi, t)
+    tail = _where(r1, t - (t * (s1 + s2) - lo), -(t * (s1 + s2)))
+    return head, tail
+
+
+@njit(error_model="numpy", forceinline=True)
+def vatan(x: float) -> float:
+    """atan(x) from `_atan_parts`. Max error 0.74 ulp (60,000 points vs mpmath)."""
+    a = abs(x)
+    head, tail = _atan_parts(a)
+    y = head + tail
+    y = _where(a != a, x, y)
+    y = _where(x < 0.0, -y, y)
+    return _where(x == 0.0, x, y)
+
+
+@njit(error_model="numpy", forceinline=True)
+def vatan2(y: float, x: float) -> float:
+    """atan2(y, x) for finite nonzero x and y (elsewhere unspecified: callers recompute where
+    `vatan2off`, as vsin's do): atan(|y|/|x|) with the quotient's rounding error added to the
+    double-double `_atan_parts` (atan' = 1/(1 + q^2)), pi - it (TwoSum) for x < 0, and y's sign.
+    Max error 0.85 ulp (80,000 points vs mpmath)."""
+    ay = abs(y)
+    ax = abs(x)
+    q = ay / ax
+    h = 134217729.0 * q
+    q1 = h - (h - q)
+    q2 = q - q1
+    h = 134217729.0 * ax
+    a1 = h - (h - ax)
+    a2 = ax - a1
+    p = q * ax
+    p_err = ((q1 * a1 - p) + q1 * a2 + q2 * a1) + q2 * a2
+    dq = ((ay - p) - p_err) / ax  # ay / ax = q + dq
+    c = dq / (1.0 + q * q)
+    c = _where(c == c, c, 0.0)
+    head, tail = _atan_parts(q)
+    d = 3.141592653589793 - head  # TwoSum: pi - head = d + d_err exactly
+    v = d - 3.141592653589793
+    d_err = (3.141592653589793 - (d - v)) + (-head - v)
+    r = _where(x > 0.0, head + (tail + c), d + (d_err + (1.2246467991473532e-16 - (tail + c))))
+    return _where(y < 0.0, -r, r)
+
+
+@njit(error_model="numpy", forceinline=True)
+def vatan2off(y: float, x: float) -> bool:
+    """Whether vatan2(y, x) is outside its range (x or y zero, inf or nan): a lane's flag."""
+    return (x == 0.0 or y == 0.0 or x != x or y != y or abs(x) > 1.7976931348623157e308
+            or abs(y) > 1.7976931348623157e308)
 
 
 @njit(error_model="numpy", forceinline=True)
@@ -504,4 +588,5 @@ def vcos_array(x, out):
 vcbrt = njit(error_model="numpy", forceinline=True)(_cbrt)
 
 PUBLIC = ("vcbrt", "vexp", "vlog", "vexpm1", "vtanh", "verf", "vlog1p", "vsin", "vcos", "vsincos",
-          "vpow", "vpowoff", "vhypot", "vsin_array", "vcos_array")
+          "vpow", "vpowoff", "vhypot", "vatan", "vatan2", "vatan2off",
+          "vsin_array", "vcos_array")

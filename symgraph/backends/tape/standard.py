@@ -28,6 +28,7 @@ from symgraph.backends.numba.special import (
 from symgraph.backends.numba.vecmath import (
     SIN_COS_LIMIT,
     _where,
+    vatan,
     vcbrt,
     vcos,
     verf,
@@ -58,7 +59,7 @@ ARITIES = (
     2, 2, 1, 2, 2, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
     1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 1, 1, 1, 2, 2, 2, 1, 1, 2, 2, 2,
 )
-TABLE = "5f7bf74a2f4c8f0084be1a58"  # the digest of this instruction set
+TABLE = "b899f24491293a4c3075e757"  # the digest of this instruction set
 (SUB, NMUL, SINCOS, ADD, MUL, NEG, DIV, POW, LT, LE, GT, GE, EQ, NE, WHERE, SQRT, CBRT, EXP, EXPM1,
  LOG, LOG1P, LOG2, LOG10, SIN, COS, TAN, ASIN, ACOS, ATAN, SINH, COSH, TANH, ASINH, ACOSH, ATANH,
  ERF, ERFC, ABS, SIGN, FLOOR, CEIL, RELU, SIGMOID, SOFTPLUS, MIN, MAX, ATAN2, HYPOT, GAMMA, LGAMMA,
@@ -195,7 +196,7 @@ def apply(op, a, b, c):  # noqa: C901 - one flat dispatch is the point
 # Ops run as one loop over a whole block of instructions (`_unary`) with vecmath's
 # vectorisable functions: a point's independent calls share SIMD lanes, and across a batch's
 # lanes the loop is the one the vector code needs.
-VECTOR_OPCODES = (EXP, EXPM1, LOG, LOG1P, SIN, COS, TANH, ERF, SIGMOID, SOFTPLUS, SINCOS)
+VECTOR_OPCODES = (EXP, EXPM1, LOG, LOG1P, SIN, COS, ATAN, TANH, ERF, SIGMOID, SOFTPLUS, SINCOS)
 MAX_BLOCK = 256  # instructions a vector block gathers at most (its buffer's length)
 SIMD = 8  # doubles per vector register (AVX-512); a multiple of narrower widths
 _IS_VECTOR = np.zeros(len(INSTRUCTION_NAMES), np.bool_)  # a constant array in compiled code
@@ -253,6 +254,9 @@ def _unary(op, src, dst, n):  # noqa: C901 - one flat dispatch is the point
         else:
             for j in range(n):
                 dst[j] = vcos(src[j])
+    elif op == ATAN:
+        for j in range(n):
+            dst[j] = vatan(src[j])
     elif op == TANH:
         for j in range(n):
             dst[j] = vtanh(src[j])
