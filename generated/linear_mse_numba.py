@@ -17,6 +17,8 @@ Kernels (each NAME_row fills _out for one point; NAME_batch fills the rows of _O
 NAME_steps is each kernel in plain Python; NAME_row runs it compiled (symgraph's Numba
 runtime lowers each step with Numba's own code for it: the bits of an @njit of
 NAME_steps). NAME_batch runs NAME_chunks, which threads share (symgraph.runtime.batching).
+NAME_point is the same steps for one point given as numbers; NAME_api is what the API
+calls with them (symgraph.backends.numba.point).
 """
 
 import math
@@ -24,9 +26,9 @@ import math
 import numpy as np
 from numba import njit
 
-from symgraph.backends.numba.runtime import fetch_add, lane_loops, load_acquire, straight_line
+from symgraph.backends.numba.runtime import fetch_add, lane_loops, load_acquire, point_line, straight_line
 
-# runtime b656052003f3ff6d2a4dc61e: Numba's cache of this file is of that runtime
+# runtime 3ac89bf146136c2c8b43351d: Numba's cache of this file is of that runtime
 
 
 def value_steps(_x, _out):
@@ -86,6 +88,39 @@ def value_batch(_X, _OUT):
             or value_chunks(_X, _OUT, np.zeros(2, np.int64)) < 0):
         raise ValueError(f"value_batch needs _X of shape (N, 4) and _OUT of shape (N, 1), "
                          f"got {_X.shape} and {_OUT.shape}")
+
+
+_value_point = point_line(value_steps)
+
+
+@njit(cache=True, error_model="numpy")
+def value_point(_x):
+    return _value_point(_x, None)
+
+
+def value_api(_point, _points, _slow):
+    """symgraph.api's value call at one point: floats or ints go to value_point as a tuple
+    (_point: its compiled entry), a float64 array of shape (4,) as it is (_points); anything
+    else to _slow, the API's checked path (the same numbers; its errors)."""
+    _array, _f64 = np.ndarray, np.dtype(np.float64)
+    _numbers = frozenset({float, int, np.float64})
+
+    def value(*_x, **_named):
+        if len(_x) == 4 and not _named:
+            W, b, x, y_true = _x
+            if (type(W) in _numbers and type(b) in _numbers and type(x) in _numbers
+                    and type(y_true) in _numbers):
+                try:
+                    return _point(_x)
+                except (TypeError, OverflowError):  # an int beyond floats
+                    pass
+        elif len(_x) == 1 and not _named:
+            _p = _x[0]
+            if type(_p) is _array and _p.shape == (4,) and _p.dtype is _f64 and _p.flags.carray:
+                return _points(_p)
+        return _slow(*_x, **_named)
+
+    return value
 
 
 def value_grad_steps(_x, _out):
@@ -153,3 +188,82 @@ def value_grad_batch(_X, _OUT):
             or value_grad_chunks(_X, _OUT, np.zeros(2, np.int64)) < 0):
         raise ValueError(f"value_grad_batch needs _X of shape (N, 4) and _OUT of shape (N, 3), "
                          f"got {_X.shape} and {_OUT.shape}")
+
+
+_value_grad_point = point_line(value_grad_steps)
+
+
+@njit(cache=True, error_model="numpy")
+def value_grad_point(_x, _g):
+    return _value_grad_point(_x, _g)
+
+
+def value_grad_api(_point, _points, _slow, _slow_grad):
+    """symgraph.api's value_and_grad and grad at one point: floats or ints go to
+    value_grad_point as a tuple (_point: its compiled entry), a float64 array of shape (4,)
+    as it is (_points); the gradient into a new array, or into out. Anything else goes
+    to _slow and _slow_grad, the API's checked paths (the same numbers; their errors)."""
+    _empty, _array, _f64 = np.empty, np.ndarray, np.dtype(np.float64)
+    _numbers = frozenset({float, int, np.float64})
+
+    def value_and_grad(*_x, out=None, **_named):
+        if len(_x) == 4 and not _named:
+            W, b, x, y_true = _x
+            if (type(W) in _numbers and type(b) in _numbers and type(x) in _numbers
+                    and type(y_true) in _numbers):
+                if out is None:
+                    try:
+                        _g = _empty(2)
+                        return _point(_x, _g), _g
+                    except (TypeError, OverflowError):  # an int beyond floats
+                        pass
+                elif (type(out) is _array and out.shape == (2,) and out.dtype is _f64
+                        and out.flags.carray):
+                    try:
+                        return _point(_x, out)
+                    except (TypeError, OverflowError):  # an int beyond floats
+                        pass
+        elif len(_x) == 1 and not _named:
+            _p = _x[0]
+            if type(_p) is _array and _p.shape == (4,) and _p.dtype is _f64 and _p.flags.carray:
+                if out is None:
+                    _g = _empty(2)
+                    return _points(_p, _g), _g
+                elif (type(out) is _array and out.shape == (2,) and out.dtype is _f64
+                        and out.flags.carray):
+                    return _points(_p, out)
+        return _slow(*_x, out=out, **_named)
+
+    def grad(*_x, out=None, **_named):
+        if len(_x) == 4 and not _named:
+            W, b, x, y_true = _x
+            if (type(W) in _numbers and type(b) in _numbers and type(x) in _numbers
+                    and type(y_true) in _numbers):
+                if out is None:
+                    try:
+                        _g = _empty(2)
+                        _point(_x, _g)
+                        return _g
+                    except (TypeError, OverflowError):  # an int beyond floats
+                        pass
+                elif (type(out) is _array and out.shape == (2,) and out.dtype is _f64
+                        and out.flags.carray):
+                    try:
+                        _point(_x, out)
+                        return out
+                    except (TypeError, OverflowError):  # an int beyond floats
+                        pass
+        elif len(_x) == 1 and not _named:
+            _p = _x[0]
+            if type(_p) is _array and _p.shape == (4,) and _p.dtype is _f64 and _p.flags.carray:
+                if out is None:
+                    _g = _empty(2)
+                    _points(_p, _g)
+                    return _g
+                elif (type(out) is _array and out.shape == (2,) and out.dtype is _f64
+                        and out.flags.carray):
+                    _points(_p, out)
+                    return out
+        return _slow_grad(*_x, out=out, **_named)
+
+    return value_and_grad, grad
