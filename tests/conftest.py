@@ -159,12 +159,19 @@ def _is_slow(item: pytest.Item, file: str) -> bool:
 
 
 def pytest_collection_modifyitems(config, items):
+    numba = set()
     for item in items:
         file = item.path.name
         if _is_numba(item, file):
             item.add_marker(pytest.mark.numba)
+            numba.add(item.nodeid)
         if _is_slow(item, file):
             item.add_marker(pytest.mark.slow)
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        # Workers: the Numba tests first (stable), so the first worker gets them and the
+        # second the pure-Python ones: one compiles the tape interpreter, and the other loads
+        # it from the shared cache when it steals Numba tests later, instead of compiling too.
+        items.sort(key=lambda item: item.nodeid not in numba)
 
 
 class _CompileWatch:
