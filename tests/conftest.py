@@ -84,7 +84,7 @@ SLOW_TESTS = {
         "test_symbolic_derivatives_of_random_branches_follow_the_taken_branch",
         "test_python_backend_points_and_batches_of_random_branches_follow_the_taken_branch",
     },
-    "test_sparse.py": {"test_rosenbrock_agrees_with_scipys_reference_functions[1000]"},
+    "test_sparse.py": {"test_rosenbrock_agrees_with_scipys_reference_functions[200]"},
     "test_user_functions.py": {
         "test_the_gamma_regression_example_fits_and_agrees_with_scipy_stats"},
 }
@@ -95,6 +95,39 @@ SLOW_SECONDS = 2.0
 CHECK = os.environ.get("SYMGRAPH_CHECK_TIERS") == "1"
 if CHECK:  # before anything imports Numba: nothing may come from an earlier run's cache
     os.environ["NUMBA_CACHE_DIR"] = tempfile.mkdtemp(prefix="symgraph-numba-check-")
+
+
+# Worker processes: the whole suite (no paths given, as `python -m pytest -q` in the README and
+# CI) runs on up to MAX_WORKERS processes when pytest-xdist is installed (the test extra has
+# it) and the machine has the cores; each worker compiles what it runs (the tape interpreter
+# too, or loads it from Numba's cache folder that all share). One process otherwise: with a
+# path or -n given, `-p no:xdist`, the tier check (its compile counts are per process) or
+# SYMGRAPH_TEST_WORKERS=0 (a number there sets the worker count).
+MAX_WORKERS = 2
+
+
+def _workers(config) -> int:
+    wanted = os.environ.get("SYMGRAPH_TEST_WORKERS")
+    if CHECK:
+        return 0
+    if wanted is not None:
+        return int(wanted)
+    if config.args_source != pytest.Config.ArgsSource.TESTPATHS:
+        return 0
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return min(cores or 1, MAX_WORKERS) if (cores or 1) >= 2 else 0
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config):
+    if (not config.pluginmanager.hasplugin("xdist") or os.environ.get("PYTEST_XDIST_WORKER")
+            or config.getoption("numprocesses", None) is not None
+            or config.getoption("collectonly") or config.getoption("usepdb")):
+        return
+    workers = _workers(config)
+    if workers >= 2:
+        config.option.numprocesses = workers
+        config.option.dist = "worksteal"  # tests' times differ by 1000x: idle workers steal
 
 
 def pytest_addoption(parser):
@@ -126,12 +159,19 @@ def _is_slow(item: pytest.Item, file: str) -> bool:
 
 
 def pytest_collection_modifyitems(config, items):
+    numba = set()
     for item in items:
         file = item.path.name
         if _is_numba(item, file):
             item.add_marker(pytest.mark.numba)
+            numba.add(item.nodeid)
         if _is_slow(item, file):
             item.add_marker(pytest.mark.slow)
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        # Workers: the Numba tests first (stable), so the first worker gets them and the
+        # second the pure-Python ones: one compiles the tape interpreter, and the other loads
+        # it from the shared cache when it steals Numba tests later, instead of compiling too.
+        items.sort(key=lambda item: item.nodeid not in numba)
 
 
 class _CompileWatch:

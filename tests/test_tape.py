@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 
 import symgraph as sg
 from symgraph.backends.numba.batch import uses_lanes
+from symgraph.backends.python import emit_python
 from symgraph.backends.tape import module as tape_module
 from symgraph.backends.tape.builder import (
     LANE_BUDGET,
@@ -440,19 +441,32 @@ def bounded_dag(ops: int, seed: int = 5) -> tuple[sg.Node, list[sg.Node]]:
     return apply("add", *[n for n in pool if id(n) not in used]), leaves
 
 
-def test_a_50000_node_expression_compiles_to_the_tape_and_agrees_with_the_python_backend():
+def _module_of(source: str, folder: Path):
+    path = folder / "kernels.py"
+    path.write_text(source, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location("tape_test_kernels", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_50000_node_expression_compiles_to_the_tape_and_agrees_with_the_python_backend(
+        tmp_path):
     expr, args = bounded_dag(70_000)
     assert count_ops(expr) >= 50_000
     fn = sg.compile(expr, args)  # auto: far above the threshold, so the tape
     assert fn.strategy == "tape" and fn.path is None
-    python = sg.compile(expr, args, backend="python")
+    # The Python backend's kernels of the same programs (emitted directly: `sg.compile`'s
+    # module docstring prints the whole formula, most of a Python compile's time here).
+    python = _module_of(emit_python(fn.programs, "50k nodes", [], [a.name for a in args], "test"),
+                        tmp_path)
     X = np.random.default_rng(2).uniform(-1, 1, (4, len(args)))
     values, grads = fn.value_and_grad(X)
     rows = np.array([np.concatenate([[v], g]) for v, g in map(fn.value_and_grad, X)])
     _same(rows, np.column_stack([values, grads]))
     expected = np.empty_like(rows)
     for i, x in enumerate(X):
-        python.module.value_grad_row(x, expected[i])
+        python.value_grad_row(x, expected[i])
     assert np.isfinite(expected).all()
     _near(rows, expected)  # the same order of operations; vecmath's sin/tanh/sigmoid vs libm
 
