@@ -39,7 +39,8 @@ from .opcodes import NMUL, SINCOS, SUB
 from .passes import cluster_order, linear_scan, split_blocks
 
 __all__ = ["LANE_BUDGET", "STRATEGIES", "TAPE_THRESHOLD_OPS", "Tape", "TapeModule", "build_tape",
-           "build_tape_module", "choose_strategy", "lane_width", "lanes_beat_rows", "tape_text"]
+           "build_tape_module", "check_tape_ops", "choose_strategy", "lane_width",
+           "lanes_beat_rows", "tape_text"]
 
 
 
@@ -214,10 +215,25 @@ def _sin_cos_pairs(steps: Sequence[Step]) -> dict[int, tuple[str, str]]:
     return pairs
 
 
-def build_tape(program: Program) -> Tape:
-    """The tape of one program, for the interpreter of the op table as it is now; raises
-    NotImplementedError for an op the interpreter lacks."""
-    interpreter = interpreter_for()
+def check_tape_ops(program: Program, interpreter: Interpreter | None = None) -> None:
+    """Raise the NotImplementedError `build_tape` would for an op the interpreter lacks,
+    without building (a few ms at 10^5 steps: a deferred tape refuses at once)."""
+    codes = (interpreter or interpreter_for()).codes
+    for op, arity in sorted({(s.op, len(s.operands)) for s in program.steps}):
+        if op in _CHAINS or op == "neg" or (op == "pow" and "pow" not in codes and all(
+                power_exponent(s) is not None for s in program.steps if s.op == "pow")):
+            continue  # no instruction of their own (small powers: multiplications)
+        code = codes.get(op)
+        if code is None or code == SINCOS or arity > 3:
+            why = refusal(op)
+            raise NotImplementedError(f"the tape interpreter has no op {op!r}"
+                                      + (f" ({why})" if why else ""))
+
+
+def build_tape(program: Program, interpreter: Interpreter | None = None) -> Tape:
+    """The tape of one program, for `interpreter` (default: the op table's as it is now);
+    raises NotImplementedError for an op the interpreter lacks."""
+    interpreter = interpreter or interpreter_for()
     builder = _Builder(program.inputs, interpreter)
     builder.sin_cos_pairs = _sin_cos_pairs(program.steps)
     chain, other, ids = builder.chain, builder.step, builder.ids
