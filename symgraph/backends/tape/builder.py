@@ -135,8 +135,19 @@ class _Builder:
     def chain(self, index: int, step: Step) -> None:
         # Left to right, as Python evaluates `a + b - c + d`: the same rounding. (`operand`
         # inlined: chains are most of a program's steps.)
-        ids, negations, terms = self.ids, self.negations, []
-        for kind, name, sign in step.operands:
+        ids, operands = self.ids, step.operands
+        if len(operands) == 2:  # most chains: two plain names, no negation
+            (kind_a, a, sign_a), (kind_b, b, sign_b) = operands
+            if not (sign_a or sign_b) and kind_a == kind_b == NAME:
+                a, b = ids.get(a), ids.get(b)
+                if a is not None and b is not None:
+                    dst = self.values
+                    self.values += 1
+                    self.code.append((self.codes[step.op], dst, a, b, b, index))
+                    ids[step.target] = dst
+                    return
+        negations, terms = self.negations, []
+        for kind, name, sign in operands:
             if kind == CONST:
                 terms.append((self.constant(name), False))
             elif (value := ids.get(name)) is not None:
