@@ -131,8 +131,9 @@ def tape_module(folder: Path, key: str, programs: Sequence[Program]) -> Any:
     from ..backends.tape.interpreter import interpreter_for
     from ..backends.tape.module import DeferredTape, TapeModule
 
+    @bulk
     def make(program: Program, interpreter: Any):
-        tape = bulk(build_tape)(program, interpreter)
+        tape = build_tape(program, interpreter)
         save_tape(folder, key, tape)
         return tape
 
@@ -147,6 +148,7 @@ def tape_module(folder: Path, key: str, programs: Sequence[Program]) -> Any:
     return TapeModule(tapes)
 
 
+@bulk  # one pause for every stage: the collector would rescan the whole graph between them
 def build(outputs: Sequence[Node], args: Sequence[Node], wrt: Sequence[Node], *,
           backend: Backend, products: Sequence[Product],
           cache_dir: str | os.PathLike | None = None, strategy: str = "auto") -> Build:
