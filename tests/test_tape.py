@@ -32,6 +32,7 @@ from symgraph.backends.tape.builder import (
     TapeModule,
     build_tape,
     build_tape_module,
+    check_tape_ops,
     choose_strategy,
     lane_width,
     lanes_beat_rows,
@@ -185,6 +186,26 @@ def test_every_op_follows_numpy_on_its_domain_and_at_edge_points(name):
         except (ArithmeticError, ValueError):
             continue
         _same(value, reference)
+
+
+def test_tapes_build_on_first_use_and_equal_the_eager_ones_and_refuse_unknown_ops_at_once(
+        tmp_path):
+    x, y = sg.symbols("x y")
+    expr = sg.sin(x * y) * sg.exp(-x) + sg.tanh(y) ** 2
+    fn = sg.compile(expr, [x, y], strategy="tape", cache_dir=tmp_path)
+    assert "not built" in repr(fn.module)  # compile builds no tape: the first call does
+    programs = build_programs([expr], [x, y], [x, y], True, False)
+    eager = build_tape_module(programs)
+    point, out = np.array([0.3, -1.2]), np.empty(3)
+    eager.value_grad_row(point, out)
+    assert fn.value_and_grad(point)[1].tolist() == out[1:].tolist()
+    assert "value_grad: not built" not in repr(fn.module) and "value: not built" in repr(fn.module)
+    assert fn(point) == out[0]
+    for name, tape in fn.module.tapes.items():
+        assert tape.opcodes.tolist() == eager.tapes[name].opcodes.tolist()
+    with pytest.raises(NotImplementedError, match="frobnicate"):
+        check_tape_ops(Program("value", ("a",), (Step("t0", "frobnicate", (Operand(NAME, "a"),)),),
+                               (("f", Operand(NAME, "t0")),)))
 
 
 def test_unknown_ops_are_refused():

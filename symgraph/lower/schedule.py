@@ -92,12 +92,12 @@ class Program:
 
 def _negations_feeding_only_sums(order: list[Node], claimed: dict[Node, str]) -> set[Node]:
     """Negations whose every use is a sum: they print as subtraction, with no step of their own."""
-    only_sums: dict[Node, bool] = {}
-    for node in order:
-        for arg in node.args:
-            if arg.op == "neg":
-                only_sums[arg] = only_sums.get(arg, True) and node.op == "add"
-    return {node for node, ok in only_sums.items() if ok and node not in claimed}
+    negations = [node for node in order if node.op == "neg"]
+    if not negations:
+        return set()
+    used_otherwise = {arg for node in order if node.op != "add" for arg in node.args
+                      if arg.op == "neg"}
+    return {node for node in negations if node not in used_otherwise and node not in claimed}
 
 
 @bulk

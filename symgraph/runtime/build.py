@@ -124,21 +124,31 @@ class Build:
 
 
 def tape_module(folder: Path, key: str, programs: Sequence[Program]) -> Any:
-    """The TapeModule of `programs`, their tapes read back from the cache folder, or built
-    (and kept there)."""
-    from ..backends.tape.builder import build_tape
-    from ..backends.tape.module import TapeModule
+    """The TapeModule of `programs`, their tapes read back from the cache folder, or built on
+    first use (and kept there): compile, then a gradient, builds the gradient's tape alone.
+    An op the interpreter lacks is refused now."""
+    from ..backends.tape.builder import build_tape, check_tape_ops
+    from ..backends.tape.interpreter import interpreter_for
+    from ..backends.tape.module import DeferredTape, TapeModule
 
+    @bulk
+    def make(program: Program, interpreter: Any):
+        tape = build_tape(program, interpreter)
+        save_tape(folder, key, tape)
+        return tape
+
+    interpreter = interpreter_for()  # the op table's as it is now, not at the first call
     tapes = []
     for program in programs:
         tape = load_tape(folder, key, program)
         if tape is None:
-            tape = bulk(build_tape)(program)
-            save_tape(folder, key, tape)
+            check_tape_ops(program, interpreter)
+            tape = DeferredTape(program.name, functools.partial(make, program, interpreter))
         tapes.append(tape)
     return TapeModule(tapes)
 
 
+@bulk  # one pause for every stage: the collector would rescan the whole graph between them
 def build(outputs: Sequence[Node], args: Sequence[Node], wrt: Sequence[Node], *,
           backend: Backend, products: Sequence[Product],
           cache_dir: str | os.PathLike | None = None, strategy: str = "auto") -> Build:

@@ -39,7 +39,8 @@ from .opcodes import NMUL, SINCOS, SUB
 from .passes import cluster_order, linear_scan, split_blocks
 
 __all__ = ["LANE_BUDGET", "STRATEGIES", "TAPE_THRESHOLD_OPS", "Tape", "TapeModule", "build_tape",
-           "build_tape_module", "choose_strategy", "lane_width", "lanes_beat_rows", "tape_text"]
+           "build_tape_module", "check_tape_ops", "choose_strategy", "lane_width",
+           "lanes_beat_rows", "tape_text"]
 
 
 
@@ -132,34 +133,59 @@ class _Builder:
             self.ids[step.target] = dst
 
     def chain(self, index: int, step: Step) -> None:
-        # Left to right, as Python evaluates `a + b - c + d`: the same rounding.
-        code = self.codes[step.op]
-        first, negated = self.operand(step.operands[0], index)
-        if len(step.operands) == 1 and not negated:
-            self.ids[step.target] = first  # a one-term sum is its term: no instruction
+        # Left to right, as Python evaluates `a + b - c + d`: the same rounding. (`operand`
+        # inlined: chains are most of a program's steps.)
+        ids, operands = self.ids, step.operands
+        if len(operands) == 2:  # most chains: two plain names, no negation
+            (kind_a, a, sign_a), (kind_b, b, sign_b) = operands
+            if not (sign_a or sign_b) and kind_a == kind_b == NAME:
+                a, b = ids.get(a), ids.get(b)
+                if a is not None and b is not None:
+                    dst = self.values
+                    self.values += 1
+                    self.code.append((self.codes[step.op], dst, a, b, b, index))
+                    ids[step.target] = dst
+                    return
+        negations, terms = self.negations, []
+        for kind, name, sign in operands:
+            if kind == CONST:
+                terms.append((self.constant(name), False))
+            elif (value := ids.get(name)) is not None:
+                terms.append((value, sign))
+            elif (value := negations.get(name)) is not None:
+                terms.append((value, not sign))
+            else:
+                raise ValueError(f"unknown operand {name!r} in step {index}")
+        first, negated = terms[0]
+        if len(terms) == 1 and not negated:
+            ids[step.target] = first  # a one-term sum is its term: no instruction
             return
-        dst = self.new_value()
-        terms = [(first, negated)] + [self.operand(o, index) for o in step.operands[1:]]
-        if code == self.mul and len(terms) > 1:
+        dst = self.values
+        self.values += 1
+        emit = self.code.append
+        if step.op == "mul" and len(terms) > 1:
             # Negated factors only set the sign, which the last link applies.
             odd = sum(negated for _, negated in terms) % 2
-            for k, (value, _) in enumerate(terms[1:], 1):
-                last = k == len(terms) - 1
-                self.emit(NMUL if odd and last else self.mul, dst, first, value, value, index)
+            mul, last = self.mul, len(terms) - 1
+            for k in range(1, len(terms)):
+                value = terms[k][0]
+                emit((NMUL if odd and k == last else mul, dst, first, value, value, index))
                 first = dst
-            self.ids[step.target] = dst
+            ids[step.target] = dst
             return
         if negated and len(terms) > 1 and not terms[1][1]:
             # -a + b is b - a bit for bit (addition commutes exactly).
             terms = [(terms[1][0], False), (first, True)] + terms[2:]
             first, negated = terms[0]
         if negated:
-            self.emit(self.neg, dst, first, first, first, index)
+            emit((self.neg, dst, first, first, first, index))
             first = dst
-        for value, negated in terms[1:]:
-            self.emit(SUB if negated else code, dst, first, value, value, index)
+        code = self.codes[step.op]
+        for k in range(1, len(terms)):
+            value, negated = terms[k]
+            emit((SUB if negated else code, dst, first, value, value, index))
             first = dst
-        self.ids[step.target] = dst
+        ids[step.target] = dst
 
     def small_power(self, index: int, step: Step, k: int) -> None:
         # The pow template: x**3 is `x * x * x`, x**-2 is `1.0 / (x * x)`, x**-1 is `1.0 / x`.
@@ -181,6 +207,9 @@ class _Builder:
         return self.plain(operand, -1)
 
 
+_CHAINS = frozenset(("add", "mul"))
+
+
 def _sin_cos_pairs(steps: Sequence[Step]) -> dict[int, tuple[str, str]]:
     """For each sin(u)/cos(u) pair of the same operand: the index of its first step -> (the sin
     step's target, the cos step's target)."""
@@ -197,14 +226,33 @@ def _sin_cos_pairs(steps: Sequence[Step]) -> dict[int, tuple[str, str]]:
     return pairs
 
 
-def build_tape(program: Program) -> Tape:
-    """The tape of one program, for the interpreter of the op table as it is now; raises
-    NotImplementedError for an op the interpreter lacks."""
-    interpreter = interpreter_for()
+def check_tape_ops(program: Program, interpreter: Interpreter | None = None) -> None:
+    """Raise the NotImplementedError `build_tape` would for an op the interpreter lacks,
+    without building (a few ms at 10^5 steps: a deferred tape refuses at once)."""
+    codes = (interpreter or interpreter_for()).codes
+    for op, arity in sorted({(s.op, len(s.operands)) for s in program.steps}):
+        if op in _CHAINS or op == "neg" or (op == "pow" and "pow" not in codes and all(
+                power_exponent(s) is not None for s in program.steps if s.op == "pow")):
+            continue  # no instruction of their own (small powers: multiplications)
+        code = codes.get(op)
+        if code is None or code == SINCOS or arity > 3:
+            why = refusal(op)
+            raise NotImplementedError(f"the tape interpreter has no op {op!r}"
+                                      + (f" ({why})" if why else ""))
+
+
+def build_tape(program: Program, interpreter: Interpreter | None = None) -> Tape:
+    """The tape of one program, for `interpreter` (default: the op table's as it is now);
+    raises NotImplementedError for an op the interpreter lacks."""
+    interpreter = interpreter or interpreter_for()
     builder = _Builder(program.inputs, interpreter)
     builder.sin_cos_pairs = _sin_cos_pairs(program.steps)
+    chain, other, ids = builder.chain, builder.step, builder.ids
     for index, step in enumerate(program.steps):
-        builder.step(index, step)
+        if step.op in _CHAINS and step.target not in ids:
+            chain(index, step)
+        else:
+            other(index, step)
     outputs = [builder.output(operand) for _, operand in program.outputs]
     n_fixed = builder.n_inputs + len(builder.constants)
     code = np.array(builder.code, dtype=np.int64).reshape(-1, 6)

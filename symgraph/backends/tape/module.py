@@ -7,8 +7,10 @@ choices around each call.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 import numpy as np
 
@@ -224,17 +226,62 @@ def _writable_c_float64(array) -> bool:
             and array.flags.c_contiguous and array.flags.writeable)
 
 
+class DeferredTape(NamedTuple):
+    """A tape built on its first use (`make` returns it): a module's value tape waits until a
+    value is asked for, so setup to the first gradient builds the gradient's tape alone."""
+
+    name: str
+    make: Callable[[], Tape]
+
+
 class TapeModule:
     """What api.py needs from a generated module: ``<name>_row`` and ``<name>_batch`` for each
-    program, ``source`` (the tapes as readable steps, printed on first access) and ``path``."""
+    program, ``source`` (the tapes as readable steps, printed on first access) and ``path``.
+    A `DeferredTape` is built when one of its functions is first called (or `tapes` read)."""
 
-    def __init__(self, tapes: Sequence[Tape], path: str | None = None) -> None:
-        self.tapes = {tape.name: tape for tape in tapes}
+    def __init__(self, tapes: Sequence[Tape | DeferredTape], path: str | None = None) -> None:
+        self._tapes: dict[str, Tape | DeferredTape] = {tape.name: tape for tape in tapes}
         self.path = path
         self._source: str | None = None
+        self._lock = threading.Lock()
         for tape in tapes:
-            setattr(self, f"{tape.name}_row", _row_kernel(tape))
-            setattr(self, f"{tape.name}_batch", _batch_kernel(tape))
+            if isinstance(tape, DeferredTape):
+                for kind in ("row", "batch"):
+                    setattr(self, f"{tape.name}_{kind}", self._deferred(tape.name, kind))
+            else:
+                self._bind(tape)
+
+    def _bind(self, tape: Tape) -> None:
+        setattr(self, f"{tape.name}_row", _row_kernel(tape))
+        setattr(self, f"{tape.name}_batch", _batch_kernel(tape))
+
+    def _built(self, name: str) -> Tape:
+        tape = self._tapes[name]
+        if isinstance(tape, DeferredTape):
+            with self._lock:  # one build, whichever thread calls first
+                tape = self._tapes[name]
+                if isinstance(tape, DeferredTape):
+                    tape = tape.make()
+                    self._bind(tape)
+                    self._tapes[name] = tape
+        return tape
+
+    def _deferred(self, name: str, kind: str):
+        attribute = f"{name}_{kind}"
+
+        def kernel(*args) -> None:  # callers may hold this function: it forwards, once built
+            self._built(name)
+            getattr(self, attribute)(*args)
+
+        kernel.__name__ = kernel.__qualname__ = attribute
+        return kernel
+
+    @property
+    def tapes(self) -> dict[str, Tape]:
+        """The tapes by program name (deferred ones built now)."""
+        for name in list(self._tapes):
+            self._built(name)
+        return dict(self._tapes)
 
     @property
     def source(self) -> str:
@@ -247,5 +294,6 @@ class TapeModule:
         return (TapeModule, ([t.stripped() for t in self.tapes.values()], self.path))
 
     def __repr__(self) -> str:
-        sizes = ", ".join(f"{n}: {len(t.opcodes)} instructions" for n, t in self.tapes.items())
+        sizes = ", ".join(f"{n}: not built" if isinstance(t, DeferredTape) else
+                          f"{n}: {len(t.opcodes)} instructions" for n, t in self._tapes.items())
         return f"<TapeModule {sizes}>"
