@@ -131,7 +131,10 @@ def test_threads_sharing_one_claims_array_give_the_serial_batchs_bits(kind):
         thread.join()
     assert np.array_equal(shared, serial, equal_nan=True)
     assert claims[1] == claims[0] - 4  # every chunk finished; each call's last claim failed
-    assert unfinished == [0, 0, 0, 0]
+    # Each call returns how many chunks other threads had not finished when it stopped
+    # spinning for them: 0 unless one of those threads was preempted past the spin's bound
+    # (4 threads on a loaded 2-core machine can be), never more than the others' chunks.
+    assert len(unfinished) == 4 and all(0 <= u <= 3 for u in unfinished)
 
 
 @pytest.mark.parametrize("kind", ["lanes", "points"])
