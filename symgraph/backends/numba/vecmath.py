@@ -95,20 +95,21 @@ _SQRT_HALF_BITS = 0x3FE6A09E667F3BCD
 
 
 @njit(error_model="numpy", forceinline=True)
-def _log_kernel(x, corr):
-    """log(x) + corr for a tiny correction `corr` (added before the final rounding). x = 2**e m,
-    m in [sqrt(1/2), sqrt(2)); with f = m - 1 and s = f/(2+f),
-    log m = 2 atanh(s) = f - f^2/2 + s (f^2/2 + R(s^2)), R of degree 7 (fdlibm's scheme)."""
+def _log_reduce(x):
+    """(dk, f) with x = 2**dk (1 + f), 1 + f in [sqrt(1/2), sqrt(2)): log's argument reduction
+    (subnormals scaled by 2**52 first), shared by `_log_kernel` and `_log_dd`."""
     sub = x < 2.2250738585072014e-308
-    xs = _where(sub, x * 4503599627370496.0, x)  # subnormals: scale by 2**52 first
+    xs = _where(sub, x * 4503599627370496.0, x)
     ix = _bits(xs)
     e = (ix - _SQRT_HALF_BITS) >> 52
     m = _float(ix - (e << 52))
     dk = _float(e + _ROUNDER_BITS) - _ROUNDER  # float(e) without a conversion instruction
-    dk = _where(sub, dk - 52.0, dk)
-    f = m - 1.0
-    s = f / (2.0 + f)
-    z = s * s
+    return _where(sub, dk - 52.0, dk), m - 1.0
+
+
+@njit(error_model="numpy", forceinline=True)
+def _log_series(z):
+    """z R(z), fdlibm's degree-7 remainder of log m = 2 atanh(s) in z = s**2."""
     r = 0.14616451042434167
     r = r * z + 0.15331721490738642
     r = r * z + 0.18182889128565508
@@ -116,7 +117,18 @@ def _log_kernel(x, corr):
     r = r * z + 0.28571428625975764
     r = r * z + 0.39999999999899505
     r = r * z + 0.666666666666667
-    r = r * z
+    return r * z
+
+
+@njit(error_model="numpy", forceinline=True)
+def _log_kernel(x, corr):
+    """log(x) + corr for a tiny correction `corr` (added before the final rounding). x = 2**e m,
+    m in [sqrt(1/2), sqrt(2)); with f = m - 1 and s = f/(2+f),
+    log m = 2 atanh(s) = f - f^2/2 + s (f^2/2 + R(s^2)), R of degree 7 (fdlibm's scheme)."""
+    dk, f = _log_reduce(x)
+    s = f / (2.0 + f)
+    z = s * s
+    r = _log_series(z)
     hfsq = 0.5 * f * f
     y = dk * _LN2_HI - ((hfsq - (s * (hfsq + r) + (dk * _LN2_LO + corr))) - f)
     y = _where(x < math.inf, y, x)  # inf, nan
@@ -129,14 +141,7 @@ def _log_dd(x):
     """log(x) = hi + lo for finite x > 0, to ~2**-59 relative: `_log_kernel`'s reduction, with
     s = f/(2+f) as a double-double (Dekker's exact product) and log m = 2s + s R(s^2) added to
     dk ln2 in double-double."""
-    sub = x < 2.2250738585072014e-308
-    xs = _where(sub, x * 4503599627370496.0, x)
-    ix = _bits(xs)
-    e = (ix - _SQRT_HALF_BITS) >> 52
-    m = _float(ix - (e << 52))
-    dk = _float(e + _ROUNDER_BITS) - _ROUNDER
-    dk = _where(sub, dk - 52.0, dk)
-    f = m - 1.0
+    dk, f = _log_reduce(x)
     d = 2.0 + f
     d_lo = (2.0 - d) + f  # exact: 2 + f = d + d_lo
     s = f / d
@@ -150,14 +155,7 @@ def _log_dd(x):
     p_err = ((s1 * d1 - p) + s1 * d2 + s2 * d1) + s2 * d2  # s d = p + p_err exactly
     s_lo = (((f - p) - p_err) - s * d_lo) / d  # f / (d + d_lo) = s + s_lo
     z = s * s
-    r = 0.14616451042434167
-    r = r * z + 0.15331721490738642
-    r = r * z + 0.18182889128565508
-    r = r * z + 0.22222211134749734
-    r = r * z + 0.28571428625975764
-    r = r * z + 0.39999999999899505
-    r = r * z + 0.666666666666667
-    r = r * z
+    r = _log_series(z)
     a = dk * _LN2_HI  # exact
     b = 2.0 * s
     hi = a + b
