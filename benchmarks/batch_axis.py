@@ -70,12 +70,11 @@ def make_static(model, x, y):
     return lambda: sess.run([train, loss], feed)[1]
 
 
-def make_dynamic(model, x, y):
-    import symgraph.dynamic as torch
-
+def torch_style_step(torch, SGD, model, x, y):
+    """One PyTorch program, run by symgraph.dynamic and by PyTorch itself (`torch` is either)."""
     ps = [torch.tensor(p, requires_grad=True) for p in params(model)]
     X, Y = torch.tensor(x), torch.tensor(y)
-    opt = torch.SGD(ps, lr=LR)
+    opt = SGD(ps, lr=LR)
 
     def step():
         opt.zero_grad()
@@ -88,6 +87,12 @@ def make_dynamic(model, x, y):
         opt.step()
         return loss.item()
     return step
+
+
+def make_dynamic(model, x, y):
+    import symgraph.dynamic as torch
+
+    return torch_style_step(torch, torch.SGD, model, x, y)
 
 
 def make_tf1(model, x, y):
@@ -143,21 +148,7 @@ def make_torch(model, x, y):
     import torch
 
     torch.set_num_threads(int(os.environ["BENCH_THREADS"]))
-    ps = [torch.tensor(p, requires_grad=True) for p in params(model)]
-    X, Y = torch.tensor(x), torch.tensor(y)
-    opt = torch.optim.SGD(ps, lr=LR)
-
-    def step():
-        opt.zero_grad()
-        if model == "text":
-            pred = ps[0] * X + ps[1]
-        else:
-            pred = torch.tanh(X @ ps[0] + ps[1]) @ ps[2] + ps[3]
-        loss = ((pred - Y) ** 2).mean()
-        loss.backward()
-        opt.step()
-        return loss.item()
-    return step
+    return torch_style_step(torch, torch.optim.SGD, model, x, y)
 
 
 def make_numpy(model, x, y):
