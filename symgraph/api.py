@@ -147,11 +147,10 @@ class CompiledFunction:
         self._derivative_kernels: DerivativeKernels | None = None
         # Interpreted first (runtime.interpret): the one-point functions are bound once the
         # switch has made the Numba module (Deferred.on_switch), never by asking for it here.
-        deferred = hasattr(built, "on_switch")
-        module = None if deferred or self.strategy != STRAIGHT else built.module
+        module = built.module if built.made and self.strategy == STRAIGHT else None
         self._points = PointEntries(module, self._n, self._bind_all)
         self._bind_all()
-        if deferred:
+        if not built.made:
             built.on_switch.append(self._bind_module)
 
     def _bind_module(self, module: Any) -> None:
@@ -214,7 +213,7 @@ class CompiledFunction:
             raise KeyError(f"no program {name!r}; there are {sorted(self._rows)} and "
                            "sparse_jac, sparse_hess, hessp, jvp, vjp")
         else:  # (interpreted first: raw kernels are the compiled ones, made now)
-            built = self._built.straight() if hasattr(self._built, "straight") else self._built
+            built = self._built.straight()
             programs, rows, batches = built.programs, built.rows[name], built.batches[name]
         program = next(p for p in programs if p.name == name)
         n, m = len(program.inputs), len(program.outputs)
@@ -432,8 +431,7 @@ class CompiledFunction:
 
     def __repr__(self) -> str:
         names = ", ".join(a.value for a in self.args)
-        made = getattr(self._built, "_built", True) is not None  # (asking would make it)
-        where = self.path if made else "interpreted first calls"
+        where = self.path if self._built.made else "interpreted first calls"
         return f"<CompiledFunction ({names}) -> {self._m} output(s), {self.backend}: {where}>"
 
     def _repr_latex_(self) -> str:

@@ -70,6 +70,12 @@ class Build:
         self._batch_tapes: Any = None
         self.threaded: dict[str, Kernel] = self.batches
 
+    made = True  # (a Deferred is not, until its switch)
+
+    def straight(self) -> Build:
+        """Itself: its kernels are the compiled ones (as `Deferred.straight`'s)."""
+        return self
+
     @property
     def source(self) -> str:
         """The generated module's text, or the tape printed as readable steps (on first use:
@@ -241,6 +247,11 @@ class Deferred:
         # Called with the module once the switch has made it (the API binds its one-point
         # functions to that module's point kernels then).
         self.on_switch: list[Callable[[Any], None]] = []
+
+    @property
+    def made(self) -> bool:
+        """Whether the straight-line Build has been made (asking `module` would make it)."""
+        return self._built is not None
 
     def straight(self) -> Build:
         """The straight-line Build: made on the first call (thread-safe), kept after."""
