@@ -112,33 +112,53 @@ class Node:
     # -- operators: each is one call of the constructor ----------------------------------------
     # With an array on the right, NotImplemented lets NumPy's reflected operator build the
     # elementwise result (x - w is an array for an array w).
+    # The arithmetic ops are built in (sealed): their operators go straight to `_made`, the
+    # step of `apply` after its checks.
     def __add__(self, other):
-        return apply("add", self, other) if not isinstance(other, _ARRAY) else NotImplemented
+        if other.__class__ is not Node:
+            if isinstance(other, _ARRAY):
+                return NotImplemented
+            other = _as_node(other)
+        return _made("add", (self, other))
 
-    def __radd__(self, other): return apply("add", other, self)
+    def __radd__(self, other): return _made("add", (_as_node(other), self))
 
     def __sub__(self, other):
-        if isinstance(other, _ARRAY):
-            return NotImplemented
-        return apply("add", self, apply("neg", _as_node(other)))
+        if other.__class__ is not Node:
+            if isinstance(other, _ARRAY):
+                return NotImplemented
+            other = _as_node(other)
+        return _made("add", (self, _made("neg", (other,))))
 
-    def __rsub__(self, other): return apply("add", other, apply("neg", self))
+    def __rsub__(self, other): return _made("add", (_as_node(other), _made("neg", (self,))))
 
     def __mul__(self, other):
-        return apply("mul", self, other) if not isinstance(other, _ARRAY) else NotImplemented
+        if other.__class__ is not Node:
+            if isinstance(other, _ARRAY):
+                return NotImplemented
+            other = _as_node(other)
+        return _made("mul", (self, other))
 
-    def __rmul__(self, other): return apply("mul", other, self)
+    def __rmul__(self, other): return _made("mul", (_as_node(other), self))
 
     def __truediv__(self, other):
-        return apply("div", self, other) if not isinstance(other, _ARRAY) else NotImplemented
+        if other.__class__ is not Node:
+            if isinstance(other, _ARRAY):
+                return NotImplemented
+            other = _as_node(other)
+        return _made("div", (self, other))
 
-    def __rtruediv__(self, other): return apply("div", other, self)
+    def __rtruediv__(self, other): return _made("div", (_as_node(other), self))
 
     def __pow__(self, other):
-        return apply("pow", self, other) if not isinstance(other, _ARRAY) else NotImplemented
+        if other.__class__ is not Node:
+            if isinstance(other, _ARRAY):
+                return NotImplemented
+            other = _as_node(other)
+        return _made("pow", (self, other))
 
-    def __rpow__(self, other): return apply("pow", other, self)
-    def __neg__(self): return apply("neg", self)
+    def __rpow__(self, other): return _made("pow", (_as_node(other), self))
+    def __neg__(self): return _made("neg", (self,))
     def __pos__(self): return self
     def __abs__(self): return apply("abs", self)
 
@@ -165,10 +185,20 @@ class _TableRef(weakref.ref):
     __slots__ = ("key", "table")
 
 
+try:  # the C helper of WeakValueDictionary: delete `key` if its value is a dead reference
+    from _weakref import _remove_dead_weakref
+except ImportError:  # another Python: the same under the lock
+    def _remove_dead_weakref(table: dict, key) -> None:
+        with _INTERN_LOCK:
+            ref = table.get(key)
+            if ref is not None and ref() is None:
+                del table[key]
+
+
 def _forget(ref: _TableRef) -> None:
-    with _INTERN_LOCK:  # a thread may be putting a new node under this key
-        if ref.table.get(ref.key) is ref:
-            del ref.table[ref.key]
+    # Atomic, so no lock: a thread that has just put a new node under this key keeps it (its
+    # reference is alive), and a dead reference is what `_make` replaces anyway.
+    _remove_dead_weakref(ref.table, ref.key)
 
 
 # The intern tables, one per op: arguments (a leaf: its value) -> weak reference to the one
@@ -194,6 +224,9 @@ _DIGEST_OF = operator.attrgetter("digest")
 _new_node = object.__new__
 _set_op, _set_args, _set_value, _set_digest = (
     Node.__dict__[slot].__set__ for slot in ("op", "args", "value", "digest"))
+# blake2b with a 16-byte digest, its parameters set once: copying it is ~3x cheaper than
+# making a new hasher (the same digests).
+_NEW_HASH = hashlib.blake2b(digest_size=16).copy
 
 
 def _intern(op: str, args: tuple, value) -> Node:
@@ -220,18 +253,24 @@ def _make(op: str, args: tuple, value, table: dict, key) -> Node:
         if node is not None:
             return node
     # The digest hashes op, value and the arguments' digests: structural, the same everywhere.
+    hasher = _NEW_HASH()
     if value is None:
         header = _HEADERS.get(op)
         if header is None:
             header = _HEADERS[op] = op.encode() + b"\0None\0"
-        data = header + b"".join(map(_DIGEST_OF, args))
+        hasher.update(header)
+        if len(args) == 2:
+            hasher.update(args[0].digest)
+            hasher.update(args[1].digest)
+        else:
+            hasher.update(b"".join(map(_DIGEST_OF, args)))
     else:
-        data = op.encode() + b"\0" + str(key).encode() + b"\0"
+        hasher.update(op.encode() + b"\0" + str(key).encode() + b"\0")
     node = _new_node(Node)  # the slots are set directly: no __init__ frame per node
     _set_op(node, op)
     _set_args(node, args)
     _set_value(node, value)
-    _set_digest(node, hashlib.blake2b(data, digest_size=16).digest())
+    _set_digest(node, hasher.digest())
     ref = _TableRef(node, _forget)
     ref.key, ref.table = key, table
     table[key] = ref
@@ -326,6 +365,8 @@ def _flatten(op: str, args: Sequence[Node]) -> list[Node]:
 
 
 def _fold(op: str, numbers: list[float]) -> float:
+    if op == "neg" and numbers[0].__class__ is float:  # float64's negation, as NumPy's
+        return -numbers[0]
     exact = _exact_fold(op, numbers)  # 1/3, sqrt(2*pi): kept exact, valued correctly rounded
     if exact is not None:
         return exact
@@ -353,8 +394,14 @@ def _split_coefficient(term: Node) -> tuple[float, Node]:
 def _rule_add(args):
     if len(args) == 2:  # the common case, in derivatives above all: two unrelated terms
         a, b = args
-        if a is not b and _lone_term(a) and _lone_term(b):
-            return args if _ADD_KEY(a) <= _ADD_KEY(b) else (b, a)
+        if a is not b:
+            if _lone_term(a) and _lone_term(b):
+                return args if _ADD_KEY(a) <= _ADD_KEY(b) else (b, a)
+            # t + c, a term that is no sum: nothing to collect, the constant goes last
+            if b.op == "const" and a.op != "const" and a.op != "add":
+                return a if b.value == 0.0 else args
+            if a.op == "const" and b.op != "const" and b.op != "add":
+                return b if a.value == 0.0 else (b, a)
     terms = _flatten("add", args)
     numbers = [t.value for t in terms if t.op == "const"]
     terms = [t for t in terms if t.op != "const"]
@@ -392,8 +439,16 @@ def _lone_term(t: Node) -> bool:
 def _rule_mul(args):
     if len(args) == 2:
         a, b = args
-        if a.op != "mul" and b.op != "mul" and a.op != "const" and b.op != "const":
-            return args if _MUL_KEY(a) <= _MUL_KEY(b) else (b, a)
+        if a.op != "mul" and b.op != "mul":
+            if a.op != "const":
+                if b.op != "const":
+                    return args if _MUL_KEY(a) <= _MUL_KEY(b) else (b, a)
+                a, b = b, a
+            elif b.op == "const":
+                a = None
+            if a is not None:  # c * t: the coefficient goes first
+                c = a.value
+                return b if c == 1.0 else _made("neg", (b,)) if c == -1.0 else (a, b)
     factors = _flatten("mul", args)
     numbers = [f.value for f in factors if f.op == "const"]
     factors = [f for f in factors if f.op != "const"]
@@ -477,6 +532,11 @@ def apply(op: str, *args) -> Node:
         raise TypeError(f"{op}() takes {spec.arity} argument(s), got {len(nodes)}")
     if spec.arity < 0 and not nodes:
         raise TypeError(f"{op}() takes at least one argument")
+    return _made(op, nodes)
+
+
+def _made(op: str, nodes: tuple) -> Node:
+    """`apply` after its checks: `nodes` are Nodes, as many as `op` takes."""
     rule = _RULES.get(op)
     if rule is not None:
         result = rule(nodes)
