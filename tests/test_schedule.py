@@ -13,7 +13,15 @@ import pytest
 
 import symgraph as sg
 from symgraph.backends.common import operand_text, step_lines
-from symgraph.lower.schedule import CONST, MAX_WIDTH, NAME, Operand, power_exponent, schedule
+from symgraph.lower.schedule import (
+    CONST,
+    MAX_WIDTH,
+    NAME,
+    Operand,
+    power_exponent,
+    schedule,
+    schedule_all,
+)
 
 x, y, z = sg.symbols("x y z")
 
@@ -29,6 +37,27 @@ def test_temporaries_are_numbered_in_order_and_outputs_take_their_labels():
     assert targets == ["t0", "t1", "f", "t2", "df_dx"]
     assert program.outputs == (("f", _name("f")), ("df_dx", _name("df_dx")))
     assert program.steps[1].operands == (_name("t0"),)  # exp(t0)
+
+
+@pytest.mark.parametrize("f, more", [
+    (sg.exp(x * y) + sg.sin(x) - sg.cos(z) * y, [sg.cos(x) * y, -sg.sin(z)]),  # shares f's nodes
+    (y - x + z, [(-x) * z]),  # f's -x is inlined alone; the other output multiplies by it
+    (x * y + z, [x * y, sg.exp(z)]),  # a node of f is another output: named after it
+    (sg.tanh(x - y) * x, [sg.tanh(x - y), x - y, 1.0 - sg.tanh(x - y) ** 2]),
+    (sg.sin(x) * y, [y, sg.const(2.0)]),  # nothing beyond f's nodes: all of its steps
+])
+def test_scheduling_jobs_together_gives_the_programs_of_scheduling_each_alone(f, more):
+    # the value program is value_grad's first steps when that is what it would be anyway
+    first = [("f", f)]
+    whole = first + [(f"g{i}", g) for i, g in enumerate(more)]
+    for comments in (True, False):
+        alone = [schedule(name, outputs, [x, y, z], ["x", "y", "z"], comments)
+                 for name, outputs in (("value", first), ("value_grad", whole))]
+        together = schedule_all([("value", first), ("value_grad", whole)], [x, y, z],
+                                ["x", "y", "z"], comments)
+        assert together == alone
+        assert schedule_all([("value_grad", whole), ("value", first)], [x, y, z],
+                            ["x", "y", "z"], comments) == alone[::-1]
 
 
 def test_an_output_that_is_an_input_or_a_constant_is_that_operand():

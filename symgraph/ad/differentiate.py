@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from ..frontends.coerce import as_expression, as_symbols, check_not_constants
 from ..ir.node import Node, combine, const
-from ..ir.ops import OPS
+from ..ir.ops import COMPARISONS, OPS
 from ..ir.traversal import bulk, topological_order
 from .guards import clean_nodes, conjoin, mask_guard, merge, select, total
 from .traced import derivative_function
@@ -63,36 +63,50 @@ def vjp(outputs: Sequence[Node], cotangents: Sequence, wrt: Sequence[Node]) -> l
     order = topological_order(outputs)
     live = _depends(order, variables)
     clean = None  # found on the first guarded adjoint: smooth expressions never need it
+    # A node's contributions: (guard, inner) pairs, an unguarded one as its inner node alone
+    # (smooth expressions have no other kind); `guarded` holds the nodes with a guarded one.
     contributions: dict[Node, list] = {}
+    guarded: set[Node] = set()
     for output, seed in zip(outputs, cotangents, strict=True):
         if output in live:
-            contributions.setdefault(output, []).append((None, as_expression(seed)))
+            contributions.setdefault(output, []).append(as_expression(seed))
     wanted = set(variables)
     adjoints: dict[Node, Node] = {}
     for node in reversed(order):
         terms = contributions.pop(node, None)
         if terms is None:
             continue
-        if all(guard is None for guard, _ in terms):  # no branch above: a plain sum
-            guard, adjoint = None, total([inner for _, inner in terms])
+        if node not in guarded:  # no branch above: a plain sum
+            guard, adjoint = None, total(terms)
         else:
             if clean is None:
                 clean = clean_nodes(order)
-            guard, adjoint = merge(terms, node not in clean)
+            guard, adjoint = merge([(None, t) if t.__class__ is Node else t for t in terms],
+                                   node not in clean)
         if node in wanted:
             adjoints[node] = select(guard, adjoint)
-        if not node.args:
+        args = node.args
+        if not args:
             continue
-        for arg, partial in zip(node.args, OPS[node.op].partials(node.args, node)):
-            if partial is not None and arg in live:
+        for arg, partial in zip(args, OPS[node.op].partials(args, node)):
+            if partial is None or arg not in live:
+                continue
+            if (guard is None and partial.__class__ is Node and partial.op != "where"
+                    and partial.op not in COMPARISONS):  # no mask (`mask_guard`)
+                term = combine("mul", (adjoint, partial))  # `_term`, unguarded, inlined
+            else:
                 term = _term(guard, adjoint, partial)
                 if term is None:
                     continue
-                pending = contributions.get(arg)
-                if pending is None:
-                    contributions[arg] = [term]
+                if term[0] is None:
+                    term = term[1]
                 else:
-                    pending.append(term)
+                    guarded.add(arg)
+            pending = contributions.get(arg)
+            if pending is None:
+                contributions[arg] = [term]
+            else:
+                pending.append(term)
     zero = const(0.0)
     return [adjoints.get(v, zero) for v in variables]
 

@@ -566,13 +566,14 @@ def combine(op: str, operands: Sequence) -> Node:
     recomputes it at every use. The differentiator combines through here so that a shared
     adjoint stays one operand, and derivative programs stay within a small factor of f.
     """
-    if len(operands) == 2:  # the differentiator's `adjoint * partial`: two plain nodes
+    if len(operands) == 2:  # the differentiator's `adjoint * partial`: two nodes
         a, b = operands
-        if (a.__class__ is Node and b.__class__ is Node and a.op != op and b.op != op
-                and a.op != "const" and b.op != "const"
-                and (op == "mul" or (a is not b and _lone_term(a) and _lone_term(b)))):
-            key = _ADD_KEY if op == "add" else _MUL_KEY
-            return _intern(op, (a, b) if key(a) <= key(b) else (b, a), None)
+        if a.__class__ is Node and b.__class__ is Node:
+            if a.op != op and b.op != op:  # nothing nested: the ordinary rules
+                return _made(op, (a, b))
+            if a.op != "const" and b.op != "const":  # kept whole, in canonical order
+                key = _ADD_KEY if op == "add" else _MUL_KEY
+                return _intern(op, (a, b) if key(a) <= key(b) else (b, a), None)
     nodes = [o if o.__class__ is Node else _as_node(o) for o in operands]
     for n in nodes:
         if n.op == op:

@@ -49,26 +49,35 @@ def bulk(function: _F) -> _F:
 
 def topological_order(outputs: Iterable[Node]) -> list[Node]:
     """Every node reachable from `outputs`, each after its arguments. Iterative, deterministic."""
+    return topological_prefixes(outputs)[0]
+
+
+def topological_prefixes(outputs: Iterable[Node]) -> tuple[list[Node], list[int]]:
+    """`topological_order(outputs)`, and for each output the length of the order once it is
+    walked: ``order[:ends[k - 1]]`` is the topological order of the first k outputs."""
     order: list[Node] = []
+    ends: list[int] = []
     done: set[Node] = set()  # membership only (nodes hash by identity); order comes from args
+    finish, append = done.add, order.append
     for root in outputs:
-        if root in done:
-            continue
-        stack = [(root, iter(root.args))]
-        while stack:
-            node, pending = stack[-1]
-            for child in pending:
-                if child not in done:
-                    if child.args:
-                        stack.append((child, iter(child.args)))
-                        break
-                    done.add(child)  # a leaf: finished at once
-                    order.append(child)
-            else:
-                stack.pop()
-                done.add(node)
-                order.append(node)
-    return order
+        if root not in done:
+            stack = [(root, iter(root.args))]
+            push, top = stack.append, stack.pop
+            while stack:
+                node, pending = stack[-1]
+                for child in pending:
+                    if child not in done:
+                        if child.args:
+                            push((child, iter(child.args)))
+                            break
+                        finish(child)  # a leaf: finished at once
+                        append(child)
+                else:
+                    top()
+                    finish(node)
+                    append(node)
+        ends.append(len(order))
+    return order, ends
 
 
 def capped_tree_sizes(order: list[Node], cap: int) -> dict[Node, int]:

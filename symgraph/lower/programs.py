@@ -10,7 +10,7 @@ from ..ir.node import Node
 from ..ir.printer import to_text
 from ..ir.traversal import capped_tree_sizes, topological_order
 from .products import Derivatives, Product, products_for
-from .schedule import Program, schedule
+from .schedule import Program, schedule_all
 
 _DESCRIBE_MAX_CHARS = 400
 _DESCRIBE_MAX_NODES = 2 * _DESCRIBE_MAX_CHARS
@@ -46,7 +46,7 @@ def build_programs(outputs: Sequence[Node], inputs: Sequence[Node], wrt: Sequenc
     if len(outputs) != 1 and any(p.scalar_only for p in products):
         raise ValueError(f"{[p.name for p in products if p.scalar_only]} need a scalar "
                          "expression")
-    programs = [schedule(p.name, derivatives.value_slots + p.slots(derivatives), inputs,
-                         derivatives.idents, comments) for p in products]
+    programs = schedule_all([(p.name, derivatives.value_slots + p.slots(derivatives))
+                             for p in products], inputs, derivatives.idents, comments)
     require_numerics([step.op for p in programs for step in p.steps])  # undefined f: say so
     return programs

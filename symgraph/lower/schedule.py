@@ -20,7 +20,7 @@ from typing import NamedTuple
 from ..ir.node import Node
 from ..ir.ops import OPS, small_power
 from ..ir.printer import to_text
-from ..ir.traversal import bulk, capped_tree_sizes, topological_order
+from ..ir.traversal import bulk, capped_tree_sizes, topological_order, topological_prefixes
 
 MAX_WIDTH = 16
 COMMENT_MAX_NODES = 8  # a step's comment shows its expression when the tree is this small
@@ -100,24 +100,99 @@ def _negations_feeding_only_sums(order: list[Node], claimed: dict[Node, str]) ->
     return {node for node in negations if node not in used_otherwise and node not in claimed}
 
 
-@bulk
-def schedule(name: str, outputs: Sequence[tuple[str, Node]], inputs: Sequence[Node],
-             input_names: Sequence[str], comments: bool = True) -> Program:
-    """Flatten the DAG under `outputs` into a Program over the given input symbols."""
-    operand: dict[Node, Operand] = {node: Operand(NAME, ident)
-                                    for node, ident in zip(inputs, input_names, strict=True)}
+def _claims(outputs: Sequence[tuple[str, Node]]) -> dict[Node, str]:
+    """Operation nodes that are outputs -> the label of their first slot (their step's name)."""
     claimed: dict[Node, str] = {}
     for label, node in outputs:
         if node.args and node not in claimed:
             claimed[node] = label
-    order = topological_order([node for _, node in outputs])
+    return claimed
+
+
+@bulk
+def schedule(name: str, outputs: Sequence[tuple[str, Node]], inputs: Sequence[Node],
+             input_names: Sequence[str], comments: bool = True) -> Program:
+    """Flatten the DAG under `outputs` into a Program over the given input symbols."""
+    return schedule_all([(name, outputs)], inputs, input_names, comments)[0]
+
+
+@bulk
+def schedule_all(jobs: Sequence[tuple[str, Sequence[tuple[str, Node]]]], inputs: Sequence[Node],
+                 input_names: Sequence[str], comments: bool = True) -> list[Program]:
+    """`schedule` of each (name, outputs) job, the same Programs, with shared work: the DAG is
+    walked once for the job with the most outputs, and a job whose outputs are the first ones
+    of it (the value program's are value_grad's first) takes its first steps as they are, when
+    they are what its own schedule would make (no node of it named or kept as a step by the
+    longer job's other outputs); otherwise it is scheduled from its part of the order."""
+    jobs = [(name, list(outputs)) for name, outputs in jobs]
+    longest = max(range(len(jobs)), key=lambda i: len(jobs[i][1])) if jobs else 0
+    whole = jobs[longest][1] if jobs else []
+    prefix_of = {}  # job index -> number of the longest job's outputs it has
+    for i, (_, outputs) in enumerate(jobs):
+        k = len(outputs)
+        if i != longest and k and whole[:k] == outputs:  # pairs: labels equal, nodes identical
+            prefix_of[i] = k
+    order, ends = topological_prefixes([node for _, node in whole])
+    marks = sorted({ends[k - 1] for k in prefix_of.values()})
+    programs: list[Program | None] = [None] * len(jobs)
+    if not jobs:
+        return []
+    program, at_mark, operand, claimed, inlined = _schedule(
+        jobs[longest][0], whole, order, inputs, input_names, comments, marks)
+    programs[longest] = program
+    for i, k in prefix_of.items():
+        name, outputs = jobs[i]
+        end = ends[k - 1]
+        part = order[:end]
+        mine = _claims(outputs)
+        same_comments = ((comments and end <= COMMENT_MAX_PROGRAM)
+                         == (comments and len(order) <= COMMENT_MAX_PROGRAM))
+        if same_comments and _same_choices(part, mine, claimed, inlined):
+            programs[i] = Program(name, tuple(input_names), program.steps[:at_mark[end]],
+                                  tuple((label, operand[node]) for label, node in outputs))
+        else:
+            programs[i] = _schedule(name, outputs, part, inputs, input_names, comments, [])[0]
+    for i, (name, outputs) in enumerate(jobs):
+        if programs[i] is None:
+            programs[i] = _schedule(name, outputs, topological_order(
+                [node for _, node in outputs]), inputs, input_names, comments, [])[0]
+    return programs
+
+
+def _same_choices(part: list[Node], claimed_here: dict[Node, str], claimed: dict[Node, str],
+                  inlined: set[Node]) -> bool:
+    """Whether scheduling `part` (a prefix of the longer job's order) for its own outputs
+    names the same steps and inlines the same negations as the longer job did (the claims of
+    its outputs are the same: they are the longer job's first)."""
+    inside = set(part)
+    if any(node in inside for node in claimed if node not in claimed_here):
+        return False  # a node of it is another output of the longer job: named after that
+    return _negations_feeding_only_sums(part, claimed_here) == {
+        node for node in inlined if node in inside}
+
+
+def _schedule(name: str, outputs: list[tuple[str, Node]], order: list[Node],
+              inputs: Sequence[Node], input_names: Sequence[str], comments: bool,
+              marks: list[int]) -> tuple:
+    """The Program of `outputs` over `order` (their topological order), and the number of steps
+    made after each of the first `marks` nodes; the operand map, claims and inlined negations."""
+    operand: dict[Node, Operand] = {node: Operand(NAME, ident)
+                                    for node, ident in zip(inputs, input_names, strict=True)}
+    claimed = _claims(outputs)
     comments = comments and len(order) <= COMMENT_MAX_PROGRAM
     sizes = capped_tree_sizes(order, COMMENT_MAX_NODES + 1) if comments else {}
     inlined = _negations_feeding_only_sums(order, claimed)
     steps: list[Step] = []
     counter = 0
     new = tuple.__new__  # builds the records without their Python-level __new__: ~2x faster
-    for node in order:
+    at_mark: dict[int, int] = {}
+    pending_marks = list(reversed(marks))
+    next_mark = pending_marks.pop() if pending_marks else -1
+    get_operand, claim, emit = operand.__getitem__, claimed.get, steps.append
+    for index, node in enumerate(order):
+        if index == next_mark:
+            at_mark[index] = len(steps)
+            next_mark = pending_marks.pop() if pending_marks else -1
         op = node.op
         if op == "const":
             operand[node] = new(Operand, (CONST, float(node.value), False))
@@ -127,7 +202,7 @@ def schedule(name: str, outputs: Sequence[tuple[str, Node]], inputs: Sequence[No
                 raise ValueError(f"the expression depends on {node.value!r}, which is not "
                                  "one of the arguments")
             continue
-        args = tuple(map(operand.__getitem__, node.args))
+        args = tuple(map(get_operand, node.args))
         if node in inlined:
             operand[node] = args[0].negative()  # the sum's template writes `a - b`
             continue
@@ -135,14 +210,17 @@ def schedule(name: str, outputs: Sequence[tuple[str, Node]], inputs: Sequence[No
         while len(args) > MAX_WIDTH:
             partial = f"t{counter}"
             counter += 1
-            steps.append(Step(partial, op, args[:MAX_WIDTH]))
+            emit(Step(partial, op, args[:MAX_WIDTH]))
             args = (Operand(NAME, partial), *args[MAX_WIDTH:])
-        target = claimed.get(node)
+        target = claim(node)
         if target is None:
             target = f"t{counter}"
             counter += 1
         note = to_text(node) if comments and sizes[node] <= COMMENT_MAX_NODES else ""
-        steps.append(new(Step, (target, op, args, note)))
+        emit(new(Step, (target, op, args, note)))
         operand[node] = new(Operand, (NAME, target, False))
-    return Program(name, tuple(input_names), tuple(steps),
-                   tuple((label, operand[node]) for label, node in outputs))
+    if next_mark == len(order):
+        at_mark[next_mark] = len(steps)
+    program = Program(name, tuple(input_names), tuple(steps),
+                      tuple((label, operand[node]) for label, node in outputs))
+    return program, at_mark, operand, claimed, inlined

@@ -136,16 +136,37 @@ class _Builder:
         # Left to right, as Python evaluates `a + b - c + d`: the same rounding. (`operand`
         # inlined: chains are most of a program's steps.)
         ids, operands = self.ids, step.operands
-        if len(operands) == 2:  # most chains: two plain names, no negation
+        if len(operands) == 2:  # most chains: two operands (the general case below, unrolled)
             (kind_a, a, sign_a), (kind_b, b, sign_b) = operands
-            if not (sign_a or sign_b) and kind_a == kind_b == NAME:
-                a, b = ids.get(a), ids.get(b)
-                if a is not None and b is not None:
-                    dst = self.values
-                    self.values += 1
-                    self.code.append((self.codes[step.op], dst, a, b, b, index))
-                    ids[step.target] = dst
-                    return
+            if kind_a == NAME:
+                a = ids.get(a)
+                if a is None:
+                    a = self.negations.get(operands[0].value)
+                    sign_a = not sign_a
+            else:
+                a = self.constant(a)
+            if kind_b == NAME:
+                b = ids.get(b)
+                if b is None:
+                    b = self.negations.get(operands[1].value)
+                    sign_b = not sign_b
+            else:
+                b = self.constant(b)
+            if a is not None and b is not None:
+                dst = self.values
+                self.values += 1
+                emit = self.code.append
+                if step.op == "mul":  # a negated factor sets the sign, applied by the link
+                    emit((NMUL if sign_a != sign_b else self.mul, dst, a, b, b, index))
+                elif not sign_a:  # a + b, a - b
+                    emit((SUB if sign_b else self.add, dst, a, b, b, index))
+                elif not sign_b:  # -a + b is b - a bit for bit
+                    emit((SUB, dst, b, a, a, index))
+                else:  # -a - b
+                    emit((self.neg, dst, a, a, a, index))
+                    emit((SUB, dst, dst, b, b, index))
+                ids[step.target] = dst
+                return
         negations, terms = self.negations, []
         for kind, name, sign in operands:
             if kind == CONST:
