@@ -14,7 +14,7 @@ from ..frontends.coerce import as_expression, as_symbols, check_not_constants
 from ..ir.node import Node, combine, const
 from ..ir.ops import COMPARISONS, OPS
 from ..ir.traversal import bulk, topological_order
-from .guards import clean_nodes, conjoin, mask_guard, merge, select, total
+from .guards import clean_nodes, conjoin, mask_guard, merge, select
 from .traced import derivative_function
 
 
@@ -77,7 +77,7 @@ def vjp(outputs: Sequence[Node], cotangents: Sequence, wrt: Sequence[Node]) -> l
         if terms is None:
             continue
         if node not in guarded:  # no branch above: a plain sum
-            guard, adjoint = None, total(terms)
+            guard, adjoint = None, terms[0] if len(terms) == 1 else combine("add", terms)
         else:
             if clean is None:
                 clean = clean_nodes(order)

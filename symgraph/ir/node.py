@@ -245,6 +245,18 @@ def _intern(op: str, args: tuple, value) -> Node:
         return _make(op, args, value, table, key)
 
 
+def _op_node(op: str, args: tuple) -> Node:
+    """`_intern` of an operation node (no value): its table's entry when it exists."""
+    table = _TABLES.get(op)
+    if table is not None:
+        ref = table.get(args)
+        if ref is not None:
+            node = ref()
+            if node is not None:
+                return node
+    return _intern(op, args, None)
+
+
 def _make(op: str, args: tuple, value, table: dict, key) -> Node:
     """The node of (op, args, value), made and interned unless another thread just did."""
     ref = table.get(key)
@@ -367,6 +379,11 @@ def _flatten(op: str, args: Sequence[Node]) -> list[Node]:
 def _fold(op: str, numbers: list[float]) -> float:
     if op == "neg" and numbers[0].__class__ is float:  # float64's negation, as NumPy's
         return -numbers[0]
+    if len(numbers) == 2 and numbers[0].__class__ is float and numbers[1].__class__ is float:
+        if op == "add":  # plain floats: nothing exact to keep (`exact.fold` says None)
+            return numbers[0] + numbers[1]
+        if op == "mul":
+            return numbers[0] * numbers[1]
     exact = _exact_fold(op, numbers)  # 1/3, sqrt(2*pi): kept exact, valued correctly rounded
     if exact is not None:
         return exact
@@ -396,12 +413,17 @@ def _rule_add(args):
         a, b = args
         if a is not b:
             if _lone_term(a) and _lone_term(b):
-                return args if _ADD_KEY(a) <= _ADD_KEY(b) else (b, a)
+                return _op_node("add", args if _ADD_KEY(a) <= _ADD_KEY(b) else (b, a))
             # t + c, a term that is no sum: nothing to collect, the constant goes last
             if b.op == "const" and a.op != "const" and a.op != "add":
                 return a if b.value == 0.0 else args
             if a.op == "const" and b.op != "const" and b.op != "add":
                 return b if a.value == 0.0 else (b, a)
+            # two terms that are no sums or constants, of different rests: nothing to collect
+            ra, rb = _plain_rest(a), _plain_rest(b)
+            if ra is not None and rb is not None and ra is not rb and a.op != "const" \
+                    and b.op != "const" and a.op != "add" and b.op != "add":
+                return _op_node("add", args if _ADD_KEY(a) <= _ADD_KEY(b) else (b, a))
     terms = _flatten("add", args)
     numbers = [t.value for t in terms if t.op == "const"]
     terms = [t for t in terms if t.op != "const"]
@@ -429,6 +451,18 @@ def _rule_add(args):
     return terms[0] if len(terms) == 1 else tuple(sorted(terms, key=_ADD_KEY))
 
 
+def _plain_rest(term: Node) -> Node | None:
+    """`_split_coefficient(term)[1]` where it is an existing node (else None): the term
+    without its constant factor or negation."""
+    op = term.op
+    if op == "neg":
+        inner = term.args[0]
+        return None if inner.op == "mul" else inner
+    if op == "mul" and term.args[0].op == "const":
+        return term.args[1] if len(term.args) == 2 else None
+    return term
+
+
 def _lone_term(t: Node) -> bool:
     # A term with no coefficient to collect and nothing to flatten or fold.
     op = t.op
@@ -442,7 +476,7 @@ def _rule_mul(args):
         if a.op != "mul" and b.op != "mul":
             if a.op != "const":
                 if b.op != "const":
-                    return args if _MUL_KEY(a) <= _MUL_KEY(b) else (b, a)
+                    return _op_node("mul", args if _MUL_KEY(a) <= _MUL_KEY(b) else (b, a))
                 a, b = b, a
             elif b.op == "const":
                 a = None
@@ -545,7 +579,7 @@ def _made(op: str, nodes: tuple) -> Node:
         nodes = result
     for n in nodes:
         if n.op != "const":
-            return _intern(op, nodes, None)
+            return _op_node(op, nodes)
     try:
         return const(_fold(op, [n.value for n in nodes]))
     except NotImplementedError:  # a function without numerics (undefined f(2.0)): a node
@@ -573,7 +607,7 @@ def combine(op: str, operands: Sequence) -> Node:
                 return _made(op, (a, b))
             if a.op != "const" and b.op != "const":  # kept whole, in canonical order
                 key = _ADD_KEY if op == "add" else _MUL_KEY
-                return _intern(op, (a, b) if key(a) <= key(b) else (b, a), None)
+                return _op_node(op, (a, b) if key(a) <= key(b) else (b, a))
     nodes = [o if o.__class__ is Node else _as_node(o) for o in operands]
     for n in nodes:
         if n.op == op:

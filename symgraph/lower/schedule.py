@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import NamedTuple
 
 from ..ir.node import Node
@@ -70,13 +71,13 @@ class Program:
     steps: tuple[Step, ...]
     outputs: tuple[tuple[str, Operand], ...]  # (label, operand)
 
-    @property
+    @cached_property  # read by the strategy choice, the batch sizes, the API: computed once
     def op_count(self) -> int:
         """Arithmetic operations: a k-operand sum or product counts k - 1, any other step 1."""
         return sum(max(1, len(s.operands) - 1) if s.op in ("add", "mul") else 1
                    for s in self.steps)
 
-    @property
+    @cached_property
     def cost(self) -> int:
         """Operations weighted by the op table's `cost` (a transcendental call counts ~8)."""
         total = 0

@@ -269,8 +269,20 @@ def build_tape(program: Program, interpreter: Interpreter | None = None) -> Tape
     builder = _Builder(program.inputs, interpreter)
     builder.sin_cos_pairs = _sin_cos_pairs(program.steps)
     chain, other, ids = builder.chain, builder.step, builder.ids
+    add, mul, emit = builder.add, builder.mul, builder.code.append
     for index, step in enumerate(program.steps):
-        if step.op in _CHAINS and step.target not in ids:
+        target, op, operands, _ = step
+        if op in _CHAINS and target not in ids:
+            if len(operands) == 2:  # `chain`'s commonest case inlined: a op b, two names
+                (kind_a, a, sign_a), (kind_b, b, sign_b) = operands
+                if kind_a == NAME and kind_b == NAME and not (sign_a or sign_b):
+                    a, b = ids.get(a), ids.get(b)
+                    if a is not None and b is not None:
+                        dst = builder.values
+                        builder.values = dst + 1
+                        emit((mul if op == "mul" else add, dst, a, b, b, index))
+                        ids[target] = dst
+                        continue
             chain(index, step)
         else:
             other(index, step)
