@@ -248,13 +248,15 @@ def _intern(op: str, args: tuple, value) -> Node:
 def _op_node(op: str, args: tuple) -> Node:
     """`_intern` of an operation node (no value): its table's entry when it exists."""
     table = _TABLES.get(op)
-    if table is not None:
-        ref = table.get(args)
-        if ref is not None:
-            node = ref()
-            if node is not None:
-                return node
-    return _intern(op, args, None)
+    if table is None:
+        return _intern(op, args, None)
+    ref = table.get(args)
+    if ref is not None:
+        node = ref()
+        if node is not None:
+            return node
+    with _INTERN_LOCK:
+        return _make(op, args, None, table, args)
 
 
 def _make(op: str, args: tuple, value, table: dict, key) -> Node:
@@ -360,6 +362,20 @@ def _order_key(rank: dict[str, int]):
 _ADD_KEY, _MUL_KEY = _order_key(_ADD_RANK), _order_key(_MUL_RANK)
 
 
+def _in_order(a: Node, b: Node, rank: dict[str, int]) -> tuple[Node, Node]:
+    """(a, b) sorted by the key of `rank` (`_order_key`), without building the keys."""
+    ra, rb = rank.get(a.op, 3), rank.get(b.op, 3)
+    if ra != rb:
+        return (a, b) if ra < rb else (b, a)
+    if a.op == "symbol" and b.op == "symbol" and a.value != b.value:
+        return (a, b) if a.value < b.value else (b, a)
+    if a.op == "symbol" or b.op == "symbol":  # a name against "" (or the same name)
+        ka, kb = (a.value if a.op == "symbol" else "", a.digest), (
+            b.value if b.op == "symbol" else "", b.digest)
+        return (a, b) if ka <= kb else (b, a)
+    return (a, b) if a.digest <= b.digest else (b, a)
+
+
 # A nested sum (product) is flattened into its parent only up to this many operands. Wider
 # ones stay one operand: flattening copies them, which recomputes a shared partial sum at every
 # use and makes loops like ``y = y + h*f(y)`` quadratic. Small sums stay canonical.
@@ -413,7 +429,7 @@ def _rule_add(args):
         a, b = args
         if a is not b:
             if _lone_term(a) and _lone_term(b):
-                return _op_node("add", args if _ADD_KEY(a) <= _ADD_KEY(b) else (b, a))
+                return _op_node("add", _in_order(a, b, _ADD_RANK))
             # t + c, a term that is no sum: nothing to collect, the constant goes last
             if b.op == "const" and a.op != "const" and a.op != "add":
                 return a if b.value == 0.0 else args
@@ -423,7 +439,7 @@ def _rule_add(args):
             ra, rb = _plain_rest(a), _plain_rest(b)
             if ra is not None and rb is not None and ra is not rb and a.op != "const" \
                     and b.op != "const" and a.op != "add" and b.op != "add":
-                return _op_node("add", args if _ADD_KEY(a) <= _ADD_KEY(b) else (b, a))
+                return _op_node("add", _in_order(a, b, _ADD_RANK))
     terms = _flatten("add", args)
     numbers = [t.value for t in terms if t.op == "const"]
     terms = [t for t in terms if t.op != "const"]
@@ -476,7 +492,7 @@ def _rule_mul(args):
         if a.op != "mul" and b.op != "mul":
             if a.op != "const":
                 if b.op != "const":
-                    return _op_node("mul", args if _MUL_KEY(a) <= _MUL_KEY(b) else (b, a))
+                    return _op_node("mul", _in_order(a, b, _MUL_RANK))
                 a, b = b, a
             elif b.op == "const":
                 a = None
@@ -606,8 +622,7 @@ def combine(op: str, operands: Sequence) -> Node:
             if a.op != op and b.op != op:  # nothing nested: the ordinary rules
                 return _made(op, (a, b))
             if a.op != "const" and b.op != "const":  # kept whole, in canonical order
-                key = _ADD_KEY if op == "add" else _MUL_KEY
-                return _op_node(op, (a, b) if key(a) <= key(b) else (b, a))
+                return _op_node(op, _in_order(a, b, _ADD_RANK if op == "add" else _MUL_RANK))
     nodes = [o if o.__class__ is Node else _as_node(o) for o in operands]
     for n in nodes:
         if n.op == op:
