@@ -48,5 +48,5 @@ def build_programs(outputs: Sequence[Node], inputs: Sequence[Node], wrt: Sequenc
                          "expression")
     programs = schedule_all([(p.name, derivatives.value_slots + p.slots(derivatives))
                              for p in products], inputs, derivatives.idents, comments)
-    require_numerics([step.op for p in programs for step in p.steps])  # undefined f: say so
+    require_numerics([op for p in programs for op, _, _ in p.census])  # undefined f: say so
     return programs

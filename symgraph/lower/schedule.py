@@ -71,23 +71,36 @@ class Program:
     steps: tuple[Step, ...]
     outputs: tuple[tuple[str, Operand], ...]  # (label, operand)
 
-    @cached_property  # read by the strategy choice, the batch sizes, the API: computed once
+    @cached_property
+    def census(self) -> dict[tuple[str, int, int | None], int]:
+        """How many steps there are of each (op, operand count, `power_exponent` of a pow or
+        None), in order of first use: one pass over the steps for what the strategy choice,
+        the batch sizes, the backends' op checks and the API read."""
+        counts: dict[tuple[str, int, int | None], int] = {}
+        get = counts.get
+        for s in self.steps:
+            op = s.op
+            key = (op, len(s.operands), power_exponent(s) if op == "pow" else None)
+            counts[key] = get(key, 0) + 1
+        return counts
+
+    @cached_property
     def op_count(self) -> int:
         """Arithmetic operations: a k-operand sum or product counts k - 1, any other step 1."""
-        return sum(max(1, len(s.operands) - 1) if s.op in ("add", "mul") else 1
-                   for s in self.steps)
+        return sum((max(1, n - 1) if op in ("add", "mul") else 1) * count
+                   for (op, n, _), count in self.census.items())
 
     @cached_property
     def cost(self) -> int:
         """Operations weighted by the op table's `cost` (a transcendental call counts ~8)."""
         total = 0
-        for s in self.steps:
-            if s.op in ("add", "mul"):
-                total += max(1, len(s.operands) - 1)
-            elif s.op == "pow" and (k := power_exponent(s)) is not None:
-                total += max(1, abs(k) - 1)  # emitted as products
+        for (op, n, k), count in self.census.items():
+            if op in ("add", "mul"):
+                total += max(1, n - 1) * count
+            elif op == "pow" and k is not None:
+                total += max(1, abs(k) - 1) * count  # emitted as products
             else:
-                total += OPS[s.op].cost
+                total += OPS[op].cost * count
         return total
 
 

@@ -251,9 +251,10 @@ def check_tape_ops(program: Program, interpreter: Interpreter | None = None) -> 
     """Raise the NotImplementedError `build_tape` would for an op the interpreter lacks,
     without building (a few ms at 10^5 steps: a deferred tape refuses at once)."""
     codes = (interpreter or interpreter_for()).codes
-    for op, arity in sorted({(s.op, len(s.operands)) for s in program.steps}):
+    census = program.census
+    for op, arity in sorted({(op, n) for op, n, _ in census}):
         if op in _CHAINS or op == "neg" or (op == "pow" and "pow" not in codes and all(
-                power_exponent(s) is not None for s in program.steps if s.op == "pow")):
+                k is not None for o, _, k in census if o == "pow")):
             continue  # no instruction of their own (small powers: multiplications)
         code = codes.get(op)
         if code is None or code == SINCOS or arity > 3:
@@ -318,7 +319,7 @@ def lanes_beat_rows(program: Program) -> bool:
     lanes compute in SIMD and the row kernel in scalar libm calls (MLP losses, deep nests)."""
     interpreter = interpreter_for()
     names = {name for name, vector in zip(interpreter.names, interpreter.vector) if vector}
-    vector = sum(1 for s in program.steps if s.op in names)
+    vector = sum(count for (op, _, _), count in program.census.items() if op in names)
     ops = program.op_count
     row = ROW_NS_PER_OP * (ops - vector) + ROW_NS_PER_CALL * vector
     lanes = LANE_NS_PER_INSTRUCTION * ops + LANE_NS_PER_VECTOR_CALL * vector
