@@ -91,9 +91,11 @@ def vjp(outputs: Sequence[Node], cotangents: Sequence, wrt: Sequence[Node]) -> l
         for arg, partial in zip(args, OPS[node.op].partials(args, node)):
             if partial is None or arg not in live:
                 continue
-            if (guard is None and partial.__class__ is Node and partial.op != "where"
-                    and partial.op not in COMPARISONS):  # no mask (`mask_guard`)
+            if guard is None and partial.__class__ is Node and partial.op != "where" and (
+                    partial.op not in COMPARISONS):  # no mask (`mask_guard`)
                 term = combine("mul", (adjoint, partial))  # `_term`, unguarded, inlined
+            elif guard is None and partial.__class__ is float and partial == 1.0:
+                term = adjoint  # a sum's argument: `_times`, inlined
             else:
                 term = _term(guard, adjoint, partial)
                 if term is None:
