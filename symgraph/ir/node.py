@@ -195,10 +195,11 @@ except ImportError:  # another Python: the same under the lock
                 del table[key]
 
 
-def _forget(ref: _TableRef) -> None:
+def _forget(ref: _TableRef, _remove=_remove_dead_weakref) -> None:
     # Atomic, so no lock: a thread that has just put a new node under this key keeps it (its
-    # reference is alive), and a dead reference is what `_make` replaces anyway.
-    _remove_dead_weakref(ref.table, ref.key)
+    # reference is alive), and a dead reference is what `_make` replaces anyway. (`_remove` is
+    # bound here: at exit, nodes still alive die after the module's globals are cleared.)
+    _remove(ref.table, ref.key)
 
 
 # The intern tables, one per op: arguments (a leaf: its value) -> weak reference to the one
@@ -304,6 +305,10 @@ def const(value: Number) -> Node:
     """A constant; every number is a float64, so huge literals become ``inf``, never big ints.
 
     ``math.pi`` and ``math.e`` are the exact constants pi and e (`exact`), as in parsed text."""
+    if value.__class__ is float or value.__class__ is int:
+        common = _COMMON.get(value)  # no zero is there: -0.0 == 0.0 would find the wrong one
+        if common is not None:
+            return common
     if value.__class__ is Exact:
         return _intern("const", (), value)
     if isinstance(value, (bool, np.bool_)):
@@ -316,6 +321,14 @@ def const(value: Number) -> Node:
     if named is not None:
         return _intern("const", (), named)
     return _intern("const", (), number)
+
+
+# The constants that literals and the op table's rules use most (small integers, halves), each
+# kept alive for good: `const` of them is one dict lookup. Keyed by value, so 2 and 2.0 find
+# the same node; never a zero (the two zeros are equal keys) nor a nan (equal to nothing).
+_COMMON: dict[float, Node] = {}
+_COMMON.update((v, const(v)) for v in [float(k) for k in range(-16, 17) if k]
+               + [0.5, -0.5, 0.25, -0.25, 1.5, -1.5])
 
 
 def symbol(name: str) -> Node:
@@ -336,6 +349,8 @@ def symbols(names: str) -> Node | tuple[Node, ...]:
 
 
 def _as_node(value) -> Node:
+    if value.__class__ is float or value.__class__ is int:
+        return const(value)
     if isinstance(value, Node):
         return value
     if isinstance(value, (int, float, np.integer, np.floating, bool, np.bool_)):
