@@ -55,6 +55,7 @@ class _Builder:
         self.n_inputs = len(inputs)
         self.constants: list[float] = []
         self.constant_ids: dict[str, int] = {}
+        self.by_value: dict[float, int] = {}  # nonzero, non-nan constants: value -> register
         self.code: list[tuple[int, int, int, int, int, int]] = []  # op, dst, a, b, c, step
         self.values = 0
         # A negation step is no instruction: its name stands for its operand, negated. Sums
@@ -69,10 +70,16 @@ class _Builder:
         return self.values - 1
 
     def constant(self, value: float) -> int:
+        if value:  # neither zero (0.0 == -0.0 as keys): the register by value, at once
+            found = self.by_value.get(value)
+            if found is not None:
+                return found
         key = value.hex() if not math.isnan(value) else "nan"  # keeps -0.0 apart from 0.0
         if key not in self.constant_ids:
             self.constant_ids[key] = -(self.n_inputs + len(self.constants) + 1)
             self.constants.append(value)
+        if value and value == value:  # a nan is found by its key alone
+            self.by_value[value] = self.constant_ids[key]
         return self.constant_ids[key]
 
     def emit(self, op: int, dst: int, a: int, b: int, c: int, step: int) -> None:
