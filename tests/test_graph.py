@@ -98,3 +98,36 @@ def test_bulk_pauses_the_cycle_collector_and_restores_it():
         assert not gc.isenabled()  # a caller's own pause is left alone
     finally:
         gc.enable()
+
+
+def test_bulk_leaves_its_graph_unscanned_in_the_oldest_generation_and_cycles_collectable():
+    import weakref
+
+    class Cycle:
+        pass
+
+    @traversal.bulk
+    def build():
+        expr = x
+        for i in range(3000):  # thousands of new objects: a full young generation
+            expr = sg.sin(expr) * (i + 0.5)
+        loop = Cycle()
+        loop.me = loop  # garbage only the cycle collector can free
+        return expr, weakref.ref(loop)
+
+    gc.collect()
+    expr, loop = build()
+    [[] for _ in range(2000)]  # enough allocations for young collections to run
+    # They did not walk the stage's objects (its cycle is not found: without the move, the
+    # first one after the stage scanned them all and freed it)...
+    assert loop() is not None
+    gc.collect()
+    assert loop() is None  # ...a full collection does
+    assert expr.op == "mul"
+    gc.freeze()  # the process's own frozen objects stay frozen
+    try:
+        before = gc.get_freeze_count()
+        build()
+        assert gc.get_freeze_count() == before
+    finally:
+        gc.unfreeze()
