@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 import symgraph as sg
+from symgraph.ir import intern, traversal
 from symgraph.ir import node as graph
-from symgraph.ir import traversal
 from symgraph.ir.ops import OPS
 
 x, y, z = sg.symbols("x y z")
@@ -36,7 +36,7 @@ def test_expressions_nobody_holds_leave_the_intern_table():
     del chain, w
     gc.collect()
     assert graph.interned_count() == before
-    assert sum(map(len, graph._TABLES.values())) == before  # dead entries are removed
+    assert sum(map(len, intern._TABLES.values())) == before  # dead entries are removed
 
 
 DIGEST_SCRIPT = ("import symgraph as sg; x, y = sg.symbols('x y'); "
