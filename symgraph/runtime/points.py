@@ -54,10 +54,11 @@ class PointEntries:
             return slow
         from numba import types
 
-        gradient = () if kernel == "value" else (np.empty(0),)
+        vector = types.Array(types.float64, 1, "A")  # any strides: the API checks no flags
+        gradient = () if kernel == "value" else (vector,)
         numbers = types.UniTuple(self._real(), self.n)
         made = api(self._entry(point, (numbers, *gradient), "numbers"),
-                   self._entry(point, (np.empty(0), *gradient), "array"), *slow)
+                   self._entry(point, (vector, *gradient), "array"), *slow)
         calls = list(made) if isinstance(made, tuple) else [made]
         for call, method in zip(calls, slow):
             call.__name__, call.__qualname__ = method.__name__, method.__qualname__

@@ -16,8 +16,9 @@ A call of ``fn.value_and_grad(x, y)`` is one small Python function and one compi
   what ``float()`` takes of numbers and raises for anything else (text, None, complex, an
   array), and that error sends the call to ``_slow``, the API's checked path, which gives the
   same numbers or says what is wrong, naming the argument. A float64 array of the point's
-  shape is checked in line and goes to the array entry point; the gradient goes into a new
-  array or into ``out``. Names, batches and a wrong ``out`` go to ``_slow`` too.
+  shape (any strides) is checked in line and goes to the array entry point; the gradient goes
+  into a new array or into ``out`` (a writeable float64 array of its length, any strides).
+  Names, batches and a wrong ``out`` go to ``_slow`` too.
 
 Both exist only for a scalar expression's ``value`` and ``value_grad`` programs with at most
 `MAX_INPUTS` inputs (beyond that, a point goes through the row kernel as before). The kernels
@@ -76,8 +77,8 @@ def _api(p: Program) -> list[str]:
     doc = ["symgraph.api's value_and_grad and grad at one point:", *entries[:2],
            entries[2] + " the gradient into a new array, or into out. Anything else goes to",
            "_slow and _slow_grad, the API's checked paths (the same numbers; their errors).\"\"\""]
-    fits = (f"type(out) is _array and out.shape == ({k},) and out.dtype is _f64 and "
-            "out.flags.carray")
+    fits = (f"type(out) is _array and out.dtype is _f64 and out.ndim == 1 and len(out) == {k} "
+            "and out.flags.writeable")
     lines = [f"def {p.name}_api(_point, _points, _slow, _slow_grad):", f'{_I1}"""{doc[0]}',
              *(_I1 + d for d in doc[1:]),
              f"{_I1}_empty, _array, _f64 = np.empty, np.ndarray, np.dtype(np.float64)"]
@@ -117,16 +118,18 @@ def _call(p: Program, name: str, slow: str, cases: dict[str, list[str]]) -> list
                 lines += [inner + b for b in body]
         return lines
 
-    array = (f"_p.shape == ({n},) and _p.dtype is _f64 and _p.flags.carray")
-    lines = [f"{_I1}def {name}(*_x{out}, **_named):"]
+    # Any strides (the entry point takes layout "A"); an unaligned array's loads are plain
+    # unaligned loads (x86-64 and arm64 take them).
+    array = f"_p.dtype is _f64 and _p.ndim == 1 and len(_p) == {n}"
+    lines = [f"{_I1}def {name}(*_x{out}, **_named):", f"{_I2}if _named:",
+             f"{_I3}return {slow}(*_x{', out=out' if out else ''}, **_named)"]
     if n == 1:  # one argument: an array of the point, else a number
-        lines += [f"{_I2}if len(_x) == 1 and not _named:", f"{_I3}_p = _x[0]",
+        lines += [f"{_I2}if len(_x) == 1:", f"{_I3}_p = _x[0]",
                   f"{_I3}if type(_p) is not _array:", *taken("_point", "_x", _I3 + INDENT, True),
                   f"{_I3}elif {array}:", *taken("_points", "_p", _I3 + INDENT, False)]
     else:
-        lines += [f"{_I2}if len(_x) == {n} and not _named:",
-                  *taken("_point", "_x", _I3, True),
-                  f"{_I2}elif len(_x) == 1 and not _named:", f"{_I3}_p = _x[0]",
+        lines += [f"{_I2}if len(_x) == {n}:", *taken("_point", "_x", _I3, True),
+                  f"{_I2}elif len(_x) == 1:", f"{_I3}_p = _x[0]",
                   f"{_I3}if type(_p) is _array and {array}:",
                   *taken("_points", "_p", _I3 + INDENT, False)]
     extra = ", out=out" if out else ""
