@@ -98,6 +98,7 @@ def test_a_read_only_out_is_refused_and_left_unwritten(fn):
     (None, TypeError, r"the value of 'x' \(argument 0\) must be real numbers; got None"),
     (1 + 2j, TypeError, r"the value of 'x' \(argument 0\) must be real numbers; got complex"),
     ("1.5", TypeError, r"the value of 'x' \(argument 0\) must be real numbers; got the text"),
+    (np.ma.masked, TypeError, r"the value of 'x' \(argument 0\) is a masked array"),
     (10**400, OverflowError, "int too large to convert to float")], ids=repr)
 def test_refused_numbers_raise_the_checked_paths_error_through_the_fast_path(fn, bad, error,
                                                                            message):
@@ -142,18 +143,19 @@ def test_value_and_grad_floats_gives_value_and_grads_bits_as_floats(fn, point):
 
 @pytest.mark.parametrize(("bad", "error", "message"), [
     ((None, 2.0), TypeError, r"value_and_grad_floats: the value of 'x' \(argument 0\) must be "
-                             r"a real number; got None"),
-    ((3.0, 1 + 2j), TypeError, r"the value of 'y' \(argument 1\) must be a real number; got "
+                             r"real numbers; got None"),
+    ((3.0, 1 + 2j), TypeError, r"the value of 'y' \(argument 1\) must be real numbers; got "
                                "complex"),
-    (("1.5", 2.0), TypeError, r"the value of 'x' \(argument 0\) must be a real number; got the "
+    (("1.5", 2.0), TypeError, r"the value of 'x' \(argument 0\) must be real numbers; got the "
                               "text '1.5'"),
-    ((np.array([1.0, 2.0]), 2.0), TypeError, r"the value of 'x' \(argument 0\) must be a real "
-                                             r"number; got an array of shape \(2,\)"),
+    ((np.ma.masked, 2.0), TypeError, r"the value of 'x' \(argument 0\) is a masked array"),
+    ((np.array([1.0, 2.0]), 2.0), TypeError, r"the value of 'x' \(argument 0\) must be one "
+                                             r"real number; got an array of shape \(2,\)"),
     ((np.array([3.0, 2.0]),), TypeError, r"takes 2 number\(s\), one per variable \['x', 'y'\]; "
                                          "got 1"),
     ((3.0, 2.0, 1.0), TypeError, r"takes 2 number\(s\), one per variable \['x', 'y'\]; got 3"),
     ((10**400, 2.0), OverflowError, r"the value of 'x' \(argument 0\): int too large")],
-    ids=["None", "complex", "text", "array", "one array", "three", "big int"])
+    ids=["None", "complex", "text", "masked", "array", "one array", "three", "big int"])
 def test_value_and_grad_floats_refuses_what_is_not_one_number_per_variable_naming_it(
         fn, bad, error, message):
     with pytest.raises(error, match=message):
@@ -180,7 +182,7 @@ def test_value_and_grad_floats_is_the_compiled_entry_once_an_interpreted_functio
     value, gradient = fn.value_and_grad_floats(0.5, -2.0)
     assert value == pytest.approx(before[0], rel=1e-15)
     np.testing.assert_allclose(gradient, before[1], rtol=1e-15)
-    with pytest.raises(TypeError, match=r"the value of 'y' \(argument 1\) must be a real"):
+    with pytest.raises(TypeError, match=r"the value of 'y' \(argument 1\) must be real"):
         fn.value_and_grad_floats(0.5, "2")
 
 

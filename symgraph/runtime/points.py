@@ -21,9 +21,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
-
 from ..backends.numba.cache import entry_point, resolve
+from ..frontends.values import real_array
 
 Call = Callable[..., Any]
 FLOATS = "value_and_grad_floats"
@@ -104,8 +103,8 @@ def floats_method(entry: Call, slow: Call) -> Call:
 
 def checked_floats(fn: Any, names: list[str]) -> Call:
     """``fn.value_and_grad_floats`` on the checked path: one real number per variable of
-    `names` (what ``float()`` takes of numbers; text and arrays are refused, naming the
-    argument), then ``fn.value_and_grad``'s numbers as floats."""
+    `names` (as ``fn.value_and_grad`` reads them; text, None, complex, masked values and
+    arrays are refused, naming the argument), then ``fn.value_and_grad``'s numbers as floats."""
     n = len(names)
 
     def value_and_grad_floats(*values: Any) -> tuple[float, tuple[float, ...]]:
@@ -121,18 +120,12 @@ def checked_floats(fn: Any, names: list[str]) -> Call:
 
 
 def _number(value: Any, what: str) -> float:
-    """`value` as a float, as ``PyFloat_AsDouble`` (the compiled entry point) takes it."""
-    if isinstance(value, (str, bytes, bytearray)):
-        raise TypeError(f"{FLOATS}: {what} must be a real number; got the text {value!r} "
-                        "(convert it with float() if it is a number)")
-    shape = np.shape(value) if isinstance(value, (np.ndarray, list, tuple)) else ()
-    if shape:
-        raise TypeError(f"{FLOATS}: {what} must be a real number; got an array of shape "
-                        f"{shape} (value_and_grad takes arrays and batches)")
+    """`value` as a float, if it is one real number (as the API's checked path reads one)."""
     try:
-        return float(value)
+        array = real_array(value, f"{FLOATS}: {what}")  # (TypeError naming it, if no number)
     except OverflowError as error:
         raise OverflowError(f"{FLOATS}: {what}: {error}") from None
-    except (TypeError, ValueError):
-        raise TypeError(f"{FLOATS}: {what} must be a real number; got "
-                        f"{'None' if value is None else type(value).__name__}") from None
+    if array.ndim:
+        raise TypeError(f"{FLOATS}: {what} must be one real number; got an array of shape "
+                        f"{array.shape} (value_and_grad takes arrays and batches)")
+    return float(array)

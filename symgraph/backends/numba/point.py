@@ -13,19 +13,22 @@ A call of ``fn.value_and_grad(x, y)`` is one small Python function and one compi
 * ``NAME_api(_point, _points, _slow, ...)`` makes the function the API binds as
   ``value_and_grad``, ``grad`` or the value call. Numbers go to the kernel's entry point as
   the call's own tuple, unchecked: the entry point's typing (`real`, in the runtime) takes
-  what ``float()`` takes of numbers and raises for anything else (text, None, complex, an
-  array), and that error sends the call to ``_slow``, the API's checked path, which gives the
-  same numbers or says what is wrong, naming the argument. A float64 array of the point's
+  floats and ints (and their subclasses: np.float64, bool) and raises for anything else, and
+  that error sends the call to ``_slow``, the API's checked path, which gives the same numbers
+  (other NumPy scalars, 0-d arrays) or says what is wrong, naming the argument. A float64 array of the point's
   shape (any strides) is checked in line and goes to the array entry point; the gradient goes
   into a new array or into ``out`` (a writeable float64 array of its length, any strides).
   Names, batches and a wrong ``out`` go to ``_slow`` too.
 
-Both exist only for a scalar expression's ``value`` and ``value_grad`` programs with at most
+They exist only for a scalar expression's ``value`` and ``value_grad`` programs with at most
 `MAX_INPUTS` inputs (beyond that, a point goes through the row kernel as before). The kernels
-compile on first use, like every other kernel: one signature for floats, one for arrays.
+compile on first use, like every other kernel: one signature for numbers, one for arrays (and
+one for value_grad_floats).
 """
 
 from __future__ import annotations
+
+import textwrap
 
 from ...lower.schedule import Program
 from ..common import INDENT
@@ -62,25 +65,23 @@ def point_lines(p: Program) -> list[str]:
 def _api(p: Program) -> list[str]:
     n = len(p.inputs)
     entries = [f"numbers go to {p.name}_point as the call's own tuple (_point: its compiled",
-               f"entry, which refuses what is not a number), a float64 array of shape ({n},)",
+               f"entry, which takes floats and ints only), a float64 array of shape ({n},)",
                "as it is (_points);"]
     if p.name == "value":
         doc = ["symgraph.api's value call at one point:", *entries[:2],
                entries[2] + " anything else to _slow, the API's checked path (the same numbers;",
-               'its errors)."""']
-        lines = ["def value_api(_point, _points, _slow):", f'{_I1}"""{doc[0]}',
-                 *(_I1 + d for d in doc[1:]),
+               "its errors)."]
+        lines = ["def value_api(_point, _points, _slow):", *_docstring(doc),
                  f"{_I1}_array, _f64 = np.ndarray, np.dtype(np.float64)"]
         return lines + ["", *_call(p, "value", "_slow", {"": ["return {k}(_p)"]}), "",
                         f"{_I1}return value"]
     k = len(p.outputs) - 1
     doc = ["symgraph.api's value_and_grad and grad at one point:", *entries[:2],
            entries[2] + " the gradient into a new array, or into out. Anything else goes to",
-           "_slow and _slow_grad, the API's checked paths (the same numbers; their errors).\"\"\""]
+           "_slow and _slow_grad, the API's checked paths (the same numbers; their errors)."]
     fits = (f"type(out) is _array and out.dtype is _f64 and out.ndim == 1 and len(out) == {k} "
             "and out.flags.writeable")
-    lines = [f"def {p.name}_api(_point, _points, _slow, _slow_grad):", f'{_I1}"""{doc[0]}',
-             *(_I1 + d for d in doc[1:]),
+    lines = [f"def {p.name}_api(_point, _points, _slow, _slow_grad):", *_docstring(doc),
              f"{_I1}_empty, _array, _f64 = np.empty, np.ndarray, np.dtype(np.float64)"]
     both = {"out is None": [f"_g = _empty({k})", "return {k}(_p, _g), _g"],
             fits: ["return {k}(_p, out)"]}
@@ -103,16 +104,17 @@ def _call(p: Program, name: str, slow: str, cases: dict[str, list[str]]) -> list
             body = [s.format(k=kernel).replace("(_p", f"({argument}") for s in statements]
             if condition:
                 line = f"{indent}{keyword} {condition}:"
-                if len(line) > 96:  # the out check: its last term on a line of its own
-                    head, _, last = condition.rpartition(" and ")
+                if len(line) > 96:  # the out check: its last terms on a line of their own
+                    terms = condition.split(" and ")
+                    head, last = " and ".join(terms[:3]), " and ".join(terms[3:])
                     line = f"{indent}{keyword} ({head}\n{indent}{INDENT * 2}and {last}):"
                 lines.append(line)
                 inner = indent + INDENT
             else:
                 inner = indent
-            if guarded:  # not numbers (the entry point refuses them): _slow says why
+            if guarded:  # not floats or ints (the entry point refuses them): _slow takes them
                 lines += [f"{inner}try:", *(f"{inner}{INDENT}{b}" for b in body),
-                          f"{inner}except Exception:  # not numbers: the checked path says why",
+                          f"{inner}except Exception:  # not floats or ints: the checked path takes them",
                           f"{inner}{INDENT}pass"]
             else:
                 lines += [inner + b for b in body]
@@ -146,3 +148,9 @@ def _wrapped(head: str, items: list[str], tail: str, indent: str) -> list[str]:
             line = indent + INDENT * 2
         line += piece + (" " if i < len(items) - 1 else "")
     return lines + [line if items else head + tail]
+
+
+def _docstring(parts: list[str]) -> list[str]:
+    """The closure maker's docstring: `parts` joined and wrapped at 92 characters."""
+    lines = textwrap.wrap('"""' + " ".join(parts) + '"""', 92)
+    return [_I1 + line for line in lines]

@@ -57,7 +57,8 @@ _INTERNALS = [("numba.extending", "intrinsic")] + [
         "get_item_pointer", "alloca_once", "alloca_once_value", "unpack_tuple",
         "for_range_slice", "for_range", "if_unlikely")] + [
     ("numba.core.pythonapi", f"PythonAPI.{name}") for name in (
-        "float_as_double", "c_api_error")] + [
+        "float_as_double", "c_api_error", "get_type", "get_c_object", "err_set_string",
+        "_get_function")] + [
     ("numba.core.base", f"BaseContext.{name}") for name in (
         "make_array", "get_constant", "cast", "get_function", "make_tuple", "unpack_value",
         "pack_value", "get_value_type", "get_data_type", "get_dummy_value",

@@ -1,13 +1,14 @@
-"""`real`: a float64 argument that, called from Python, takes real numbers and refuses text.
+"""`real`: a float64 argument that, called from Python, takes a float or an int, nothing else.
 
 Numba unboxes a float64 argument with ``PyNumber_Float``, which also parses strings
-(``"1.5"`` would be taken as 1.5). A one-point kernel's compiled entry point (what the API's
-one-point methods call, without the dispatcher) is typed with `real` instead: unboxed with
-``PyFloat_AsDouble``, which takes what ``float()`` takes of numbers (float, int, bool, NumPy's
-real scalars and 0-d arrays, anything with ``__float__`` or ``__index__``) and raises
-TypeError for everything else (text, None, complex, arrays of more than one dimension's
-worth) and OverflowError for an int beyond floats. Inside the machine code it is a double,
-like float64; the point kernels' typers (`as_float64`) treat it as float64.
+(``"1.5"`` would be taken as 1.5) and converts whatever has ``__float__`` (a masked constant
+becomes nan). A one-point kernel's compiled entry point (what the API's one-point methods
+call, without the dispatcher) is typed with `real` instead: an instance of float or int (or
+of a subclass: np.float64, bool) is unboxed with ``PyFloat_AsDouble`` (OverflowError for an
+int beyond floats); anything else raises TypeError, and the API's checked path takes the
+call (other NumPy scalars, 0-d arrays and the like give the same numbers there; text, None,
+complex and masked values are refused, naming the argument). Inside the machine code it is
+a double, like float64; the point kernels' typers (`as_float64`) treat it as float64.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 
 from llvmlite import ir
 from numba import types
+from numba.core import cgutils
 from numba.core.datamodel import models
 from numba.extending import NativeValue, register_model, unbox
 
@@ -50,8 +52,22 @@ class _RealModel(models.PrimitiveModel):
 
 @unbox(Real)
 def _unbox_real(typ: Any, obj: Any, c: Any) -> NativeValue:
-    value = c.pyapi.float_as_double(obj)  # PyFloat_AsDouble: numbers, never text
-    return NativeValue(value, is_error=c.pyapi.c_api_error())
+    builder, api = c.builder, c.pyapi
+    kind = api.get_type(obj)
+    subtype = api._get_function(ir.FunctionType(ir.IntType(32), [api.pyobj, api.pyobj]),
+                                name="PyType_IsSubtype")
+    zero = ir.Constant(ir.IntType(32), 0)
+    number = builder.or_(*(builder.icmp_signed("!=", builder.call(subtype, [
+        kind, api.get_c_object(name)]), zero) for name in ("PyFloat_Type", "PyLong_Type")))
+    value = cgutils.alloca_once_value(builder, ir.Constant(ir.DoubleType(), 0.0))
+    failed = cgutils.alloca_once_value(builder, cgutils.true_bit)
+    with builder.if_else(number) as (yes, no):
+        with yes:  # a float or an int (or a subclass: np.float64, bool): PyFloat_AsDouble
+            builder.store(api.float_as_double(obj), value)
+            builder.store(api.c_api_error(), failed)
+        with no:  # anything else: the API's checked path takes it
+            api.err_set_string("PyExc_TypeError", "not a float or an int")
+    return NativeValue(builder.load(value), is_error=builder.load(failed))
 
 
 def as_float64(ty: Any) -> Any:
