@@ -110,7 +110,7 @@ def value_api(_point, _points, _slow):
         if len(_x) == 2:
             try:
                 return _point(_x)
-            except Exception:  # not numbers: the checked path says why
+            except Exception:  # not floats or ints: the checked path
                 pass
         elif len(_x) == 1:
             _p = _x[0]
@@ -227,13 +227,13 @@ def value_grad_api(_point, _points, _slow, _slow_grad):
                 try:
                     _g = _empty(2)
                     return _point(_x, _g), _g
-                except Exception:  # not numbers: the checked path says why
+                except Exception:  # not floats or ints: the checked path
                     pass
             elif (type(out) is _array and out.dtype is _f64 and out.ndim == 1
                     and len(out) == 2 and out.flags.writeable):
                 try:
                     return _point(_x, out)
-                except Exception:  # not numbers: the checked path says why
+                except Exception:  # not floats or ints: the checked path
                     pass
         elif len(_x) == 1:
             _p = _x[0]
@@ -255,14 +255,14 @@ def value_grad_api(_point, _points, _slow, _slow_grad):
                     _g = _empty(2)
                     _point(_x, _g)
                     return _g
-                except Exception:  # not numbers: the checked path says why
+                except Exception:  # not floats or ints: the checked path
                     pass
             elif (type(out) is _array and out.dtype is _f64 and out.ndim == 1
                     and len(out) == 2 and out.flags.writeable):
                 try:
                     _point(_x, out)
                     return out
-                except Exception:  # not numbers: the checked path says why
+                except Exception:  # not floats or ints: the checked path
                     pass
         elif len(_x) == 1:
             _p = _x[0]

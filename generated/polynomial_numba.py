@@ -105,7 +105,7 @@ def value_api(_point, _points, _slow):
             if type(_p) is not _array:
                 try:
                     return _point(_x)
-                except Exception:  # not numbers: the checked path says why
+                except Exception:  # not floats or ints: the checked path
                     pass
             elif _p.dtype is _f64 and _p.ndim == 1 and len(_p) == 1:
                 return _points(_p)
@@ -206,13 +206,13 @@ def value_grad_api(_point, _points, _slow, _slow_grad):
                     try:
                         _g = _empty(1)
                         return _point(_x, _g), _g
-                    except Exception:  # not numbers: the checked path says why
+                    except Exception:  # not floats or ints: the checked path
                         pass
                 elif (type(out) is _array and out.dtype is _f64 and out.ndim == 1
                         and len(out) == 1 and out.flags.writeable):
                     try:
                         return _point(_x, out)
-                    except Exception:  # not numbers: the checked path says why
+                    except Exception:  # not floats or ints: the checked path
                         pass
             elif _p.dtype is _f64 and _p.ndim == 1 and len(_p) == 1:
                 if out is None:
@@ -234,14 +234,14 @@ def value_grad_api(_point, _points, _slow, _slow_grad):
                         _g = _empty(1)
                         _point(_x, _g)
                         return _g
-                    except Exception:  # not numbers: the checked path says why
+                    except Exception:  # not floats or ints: the checked path
                         pass
                 elif (type(out) is _array and out.dtype is _f64 and out.ndim == 1
                         and len(out) == 1 and out.flags.writeable):
                     try:
                         _point(_x, out)
                         return out
-                    except Exception:  # not numbers: the checked path says why
+                    except Exception:  # not floats or ints: the checked path
                         pass
             elif _p.dtype is _f64 and _p.ndim == 1 and len(_p) == 1:
                 if out is None:

@@ -15,9 +15,10 @@ A call of ``fn.value_and_grad(x, y)`` is one small Python function and one compi
   the call's own tuple, unchecked: the entry point's typing (`real`, in the runtime) takes
   floats and ints (and their subclasses: np.float64, bool) and raises for anything else, and
   that error sends the call to ``_slow``, the API's checked path, which gives the same numbers
-  (other NumPy scalars, 0-d arrays) or says what is wrong, naming the argument. A float64 array of the point's
-  shape (any strides) is checked in line and goes to the array entry point; the gradient goes
-  into a new array or into ``out`` (a writeable float64 array of its length, any strides).
+  (other NumPy scalars, 0-d arrays) or says what is wrong, naming the argument. A float64
+  array of the point's shape (any strides) is checked in line and goes to the array entry
+  point; the gradient goes into a new array or into ``out`` (a writeable float64 array of its
+  length, any strides).
   Names, batches and a wrong ``out`` go to ``_slow`` too.
 
 They exist only for a scalar expression's ``value`` and ``value_grad`` programs with at most
@@ -114,7 +115,7 @@ def _call(p: Program, name: str, slow: str, cases: dict[str, list[str]]) -> list
                 inner = indent
             if guarded:  # not floats or ints (the entry point refuses them): _slow takes them
                 lines += [f"{inner}try:", *(f"{inner}{INDENT}{b}" for b in body),
-                          f"{inner}except Exception:  # not floats or ints: the checked path takes them",
+                          f"{inner}except Exception:  # not floats or ints: the checked path",
                           f"{inner}{INDENT}pass"]
             else:
                 lines += [inner + b for b in body]
