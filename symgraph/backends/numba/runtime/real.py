@@ -53,20 +53,26 @@ class _RealModel(models.PrimitiveModel):
 @unbox(Real)
 def _unbox_real(typ: Any, obj: Any, c: Any) -> NativeValue:
     builder, api = c.builder, c.pyapi
-    kind = api.get_type(obj)
+    kind, floats = api.get_type(obj), api.get_c_object("PyFloat_Type")
     subtype = api._get_function(ir.FunctionType(ir.IntType(32), [api.pyobj, api.pyobj]),
                                 name="PyType_IsSubtype")
-    zero = ir.Constant(ir.IntType(32), 0)
-    number = builder.or_(*(builder.icmp_signed("!=", builder.call(subtype, [
-        kind, api.get_c_object(name)]), zero) for name in ("PyFloat_Type", "PyLong_Type")))
     value = cgutils.alloca_once_value(builder, ir.Constant(ir.DoubleType(), 0.0))
-    failed = cgutils.alloca_once_value(builder, cgutils.true_bit)
-    with builder.if_else(number) as (yes, no):
-        with yes:  # a float or an int (or a subclass: np.float64, bool): PyFloat_AsDouble
+    failed = cgutils.alloca_once_value(builder, cgutils.false_bit)
+    with builder.if_else(builder.icmp_unsigned("==", kind, floats), likely=True) as (exact, other):
+        with exact:  # a float: its value (PyFloat_AsDouble cannot fail)
             builder.store(api.float_as_double(obj), value)
-            builder.store(api.c_api_error(), failed)
-        with no:  # anything else: the API's checked path takes it
-            api.err_set_string("PyExc_TypeError", "not a float or an int")
+        with other:
+            zero = ir.Constant(ir.IntType(32), 0)
+            number = builder.or_(*(builder.icmp_signed("!=", builder.call(subtype, [
+                kind, api.get_c_object(name)]), zero) for name in ("PyFloat_Type",
+                                                                   "PyLong_Type")))
+            with builder.if_else(number) as (yes, no):
+                with yes:  # an int, or a subclass (np.float64, bool): PyFloat_AsDouble
+                    builder.store(api.float_as_double(obj), value)
+                    builder.store(api.c_api_error(), failed)  # (an int beyond floats)
+                with no:  # anything else: the API's checked path takes it
+                    api.err_set_string("PyExc_TypeError", "not a float or an int")
+                    builder.store(cgutils.true_bit, failed)
     return NativeValue(builder.load(value), is_error=builder.load(failed))
 
 
