@@ -162,6 +162,7 @@ class CompiledFunction:
         function between the caller and the kernel, with everything it needs bound in
         advance; the module's own ``NAME_api`` where it has one (backends.numba.point)."""
         points = self._points.methods
+        self._bound = getattr(self, "_bound", 0) + 1  # (a kept checked method sees it: points)
         [self._value] = points(VALUE.name, [self._bind(
             VALUE.name, self._m, _VALUE if self.scalar else _OUT)])
         if self.scalar:

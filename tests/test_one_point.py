@@ -175,10 +175,12 @@ def test_value_and_grad_floats_gives_value_and_grads_numbers_with_every_strategy
 def test_value_and_grad_floats_is_the_compiled_entry_once_an_interpreted_function_has_numba():
     x, y = sg.symbols("x y")
     fn = sg.compile(sg.log(1 + x * x) * sg.cos(y), [x, y])  # strategy "auto": interpreted
-    before = fn.value_and_grad_floats(0.5, -2.0)
-    assert "entry" not in fn.value_and_grad_floats.__code__.co_freevars  # the checked path
+    kept = fn.value_and_grad_floats
+    before = kept(0.5, -2.0)
+    assert "entry" not in kept.__code__.co_freevars  # the checked path
     fn.kernels("value_grad")  # the switch: the Numba module is made, the methods rebound
     assert "entry" in fn.value_and_grad_floats.__code__.co_freevars
+    assert kept(0.5, -2.0) == fn.value_and_grad_floats(0.5, -2.0)  # a kept one calls it
     value, gradient = fn.value_and_grad_floats(0.5, -2.0)
     assert value == pytest.approx(before[0], rel=1e-15)
     np.testing.assert_allclose(gradient, before[1], rtol=1e-15)

@@ -104,10 +104,14 @@ def floats_method(entry: Call, slow: Call) -> Call:
 def checked_floats(fn: Any, names: list[str]) -> Call:
     """``fn.value_and_grad_floats`` on the checked path: one real number per variable of
     `names` (as ``fn.value_and_grad`` reads them; text, None, complex, masked values and
-    arrays are refused, naming the argument), then ``fn.value_and_grad``'s numbers as floats."""
-    n = len(names)
+    arrays are refused, naming the argument), then ``fn.value_and_grad``'s numbers as floats.
+    Kept by a caller after the methods were bound again (``fn._bound`` counts the bindings),
+    it calls the method bound now: the compiled one, once an interpreted function switched."""
+    n, bound = len(names), getattr(fn, "_bound", 0)
 
     def value_and_grad_floats(*values: Any) -> tuple[float, tuple[float, ...]]:
+        if getattr(fn, "_bound", 0) != bound:  # kept from before the methods were bound again
+            return fn.value_and_grad_floats(*values)  # (e.g. the switch to compiled kernels)
         if len(values) != n:
             raise TypeError(f"{FLOATS} takes {n} number(s), one per variable {names}; got "
                             f"{len(values)}")
