@@ -13,6 +13,7 @@ a double, like float64; the point kernels' typers (`as_float64`) treat it as flo
 
 from __future__ import annotations
 
+import ctypes
 from typing import Any
 
 from llvmlite import ir
@@ -50,17 +51,40 @@ class _RealModel(models.PrimitiveModel):
         super().__init__(dmm, fe_type, ir.DoubleType())
 
 
+def _layout() -> tuple[int, int] | None:
+    """Where a PyObject's type and a float's value are (byte offsets: the last field of the
+    object header, the float's one field), checked on a live float; None if they are not
+    there (then the C API finds them)."""
+    pointer = ctypes.sizeof(ctypes.c_void_p)
+    kind, value = object.__basicsize__ - pointer, float.__basicsize__ - 8
+    probe = 1.0625
+    ok = (ctypes.c_void_p.from_address(id(probe) + kind).value == id(float)
+          and ctypes.c_double.from_address(id(probe) + value).value == probe)
+    return (kind, value) if ok else None
+
+
+_LAYOUT = _layout()
+
+
+def _field(builder: Any, obj: Any, offset: int, kind: Any) -> Any:
+    address = builder.gep(builder.bitcast(obj, ir.IntType(8).as_pointer()),
+                          [ir.Constant(ir.IntType(64), offset)])
+    return builder.load(builder.bitcast(address, kind.as_pointer()))
+
+
 @unbox(Real)
 def _unbox_real(typ: Any, obj: Any, c: Any) -> NativeValue:
     builder, api = c.builder, c.pyapi
-    kind, floats = api.get_type(obj), api.get_c_object("PyFloat_Type")
+    floats = api.get_c_object("PyFloat_Type")
+    kind = _field(builder, obj, _LAYOUT[0], api.pyobj) if _LAYOUT else api.get_type(obj)
     subtype = api._get_function(ir.FunctionType(ir.IntType(32), [api.pyobj, api.pyobj]),
                                 name="PyType_IsSubtype")
     value = cgutils.alloca_once_value(builder, ir.Constant(ir.DoubleType(), 0.0))
     failed = cgutils.alloca_once_value(builder, cgutils.false_bit)
     with builder.if_else(builder.icmp_unsigned("==", kind, floats), likely=True) as (exact, other):
-        with exact:  # a float: its value (PyFloat_AsDouble cannot fail)
-            builder.store(api.float_as_double(obj), value)
+        with exact:  # a float: its value, read in place (PyFloat_AsDouble cannot fail)
+            builder.store(_field(builder, obj, _LAYOUT[1], ir.DoubleType()) if _LAYOUT
+                          else api.float_as_double(obj), value)
         with other:
             zero = ir.Constant(ir.IntType(32), 0)
             number = builder.or_(*(builder.icmp_signed("!=", builder.call(subtype, [
