@@ -10,7 +10,8 @@ forward subexpressions). A point is floats, a 1-D array, or keywords by symbol n
 a 2-D array with one row per point, or one array per variable (by position or by name,
 broadcast together like NumPy's operands): ``fn(xs, ys)`` is ``fn(np.column_stack([xs, ys]))``.
 ``fn.value_and_grad(x, y, out=g)`` writes the gradient into a preallocated array and returns
-the value (for loops that call it millions of times).
+the value (for loops that call it millions of times); ``fn.value_and_grad_floats(x, y)``
+returns ``(value, (gx, gy))``, floats only: the fastest 1-point call (runtime.points).
 
 At one point, a Numba module's own ``NAME_api`` function (backends.numba.point) is what the
 methods are: numbers or one float64 array go straight into the compiled ``NAME_point``; it

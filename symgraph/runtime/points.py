@@ -21,6 +21,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from ..backends.numba.cache import entry_point, resolve
 from ..frontends.values import real_array
 
@@ -123,11 +125,16 @@ def checked_floats(fn: Any, names: list[str]) -> Call:
     return value_and_grad_floats
 
 
+_REAL_SCALARS = (np.floating, np.integer, np.bool_)
+
+
 def _number(value: Any, what: str) -> float:
     """`value` as a float, if it is one real number (as the API's checked path reads one)."""
     try:
+        if type(value) in (float, int, bool) or isinstance(value, _REAL_SCALARS):
+            return float(value)
         array = real_array(value, f"{FLOATS}: {what}")  # (TypeError naming it, if no number)
-    except OverflowError as error:
+    except OverflowError as error:  # an int beyond floats
         raise OverflowError(f"{FLOATS}: {what}: {error}") from None
     if array.ndim:
         raise TypeError(f"{FLOATS}: {what} must be one real number; got an array of shape "
