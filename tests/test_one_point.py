@@ -51,6 +51,8 @@ def test_fast_and_checked_paths_give_the_same_bits(fn, point):
     want = _checked(fn, point)
     assert _bytes(*fn.value_and_grad(*point)) == want  # numbers, one per variable
     assert _bytes(*fn.value_and_grad(np.array(point, dtype=np.float64))) == want  # one array
+    strided = np.repeat(np.array(point, dtype=np.float64), 2)[::2]  # (any strides: fast path)
+    assert _bytes(*fn.value_and_grad(strided)) == want
     assert fn.grad(*point).tobytes() == want[8:]
     assert np.array(fn(*point)).tobytes() == want[:8]
     g = np.full(2, 7.0)
