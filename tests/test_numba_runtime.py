@@ -173,3 +173,41 @@ def test_only_the_runtime_adapter_imports_numbas_code_generation_internals():
             if any(n.startswith(internals) for n in names):
                 users.add(path)
     assert users and all(adapter in path.parents for path in users), sorted(users)
+
+
+def _product_steps(_x, _out):
+    a = _x[0]
+    b = _x[1]
+    t0 = a * b
+    _out[0] = t0
+    _out[1] = b
+    _out[2] = a
+
+
+@pytest.mark.parametrize("in_place", [True, False], ids=["float read in place", "C API"])
+def test_real_numba_arguments_take_floats_and_ints_and_refuse_the_rest(monkeypatch, in_place):
+    # runtime.real: an entry point's float arguments, unboxed as floats and ints only (an
+    # exact float read in place where its layout checked out at import, else by the C API).
+    import importlib
+
+    from numba import njit
+
+    real_module = importlib.import_module("symgraph.backends.numba.runtime.real")
+    if not in_place:
+        monkeypatch.setattr(real_module, "_LAYOUT", None)
+    product = runtime.floats_line(_product_steps, 2)
+
+    @njit  # (not cached: compiled with this test's layout)
+    def kernel(a, b):
+        return product((a, b))
+
+    kernel.compile((runtime.real, runtime.real))
+    entry = numba_cache.entry_point(kernel, (runtime.real, runtime.real))
+    assert entry(2.5, 3) == (7.5, (3.0, 2.5))
+    assert entry(np.float64(-0.0), True) == (-0.0, (1.0, -0.0))
+    assert entry(2**60, 1.0) == (2.0**60, (1.0, 2.0**60))
+    for bad in ("1.5", None, 1j, np.float32(1.0), np.array(1.0), np.array([1.0])):
+        with pytest.raises(TypeError):
+            entry(bad, 1.0)
+    with pytest.raises(OverflowError):
+        entry(10**400, 1.0)
