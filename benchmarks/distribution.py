@@ -48,6 +48,7 @@ FIGURES = [
            _against_best("batch_1t_s")),
     Figure("batch value+gradient, all cores, vs best peer", "batch_all_s", 1.5,
            _against_best("batch_all_s")),
+    # (symgraph's 1-point call: fn.value_and_grad_floats, its fastest documented form)
     Figure("1-point value+gradient vs best peer", "call_s", 1.0, _against_best("call_s")),
     Figure("1-point vs SymPy lambdify + numba.njit (target ≥ 1)", "call_s", 1.0,
            _against("SymPy lambdify + numba.njit", "call_s")),

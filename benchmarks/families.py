@@ -9,6 +9,11 @@ Each family builds ``(expression, argument symbols)`` from a size parameter ``n`
 ``random.Random``; ``sizes()`` picks the ``n`` whose operation count is nearest each target (10 to
 5,000 operations). Every family has a box of arguments where value and gradient are finite.
 
+The 1-point column of the distribution (benchmarks/distribution.py, from benchmarks/tools.py)
+times symgraph's fastest documented form, ``fn.value_and_grad_floats(*floats)`` (floats in, the
+value and a tuple of floats out, as SymPy + njit's list of floats); until 2026-12-01 18:10 UTC it
+timed ``fn.value_and_grad(x)`` with one array (benchmarks/onepoint.py times every form).
+
 Fitting and validating: ``FIT`` families may be used to choose strategies and thresholds (lanes
 vs rows vs tape, chunk sizes); ``VALIDATE`` families must never be, so a decision's effect on them
 is the held-out figure. Today's thresholds were fitted to the named suite only, so every family

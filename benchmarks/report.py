@@ -155,7 +155,8 @@ def _mark(ok: bool) -> str:
 
 def details_table(rows: Sequence[dict], workloads: Sequence[str], points: int) -> list[str]:
     """symgraph's own figures: API vs raw kernel, setup stages, batch cost per point."""
-    lines = ["| workload | DAG ops | API 1-point | API 1-point, floats | raw kernel 1-point | "
+    lines = ["| workload | DAG ops | API 1-point (value_and_grad_floats) | value_and_grad, "
+             "floats / one array | raw kernel 1-point | "
              "batch per point, 1 core: API / raw kernel / hand-written | setup stages (cold) | "
              "warm: imports + setup |", "|---|---:|---:|---:|---:|---|---|---|"]
     for name, group in by_workload(rows, workloads).items():
@@ -174,7 +175,8 @@ def details_table(rows: Sequence[dict], workloads: Sequence[str], points: int) -
             f"{k} {seconds(v)}" for k, v in warm.items())) if warm else "—"
         lines.append(f"| {name} | {(sg.get('details') or {}).get('dag_ops', '—')} | "
                      f"{seconds(sg.get('call_s'))} | "
-                     f"{seconds((sg.get('extra_call_s') or {}).get('floats'))} | "
+                     f"{seconds((sg.get('extra_call_s') or {}).get('floats'))} / "
+                     f"{seconds((sg.get('extra_call_s') or {}).get('array'))} | "
                      f"{seconds((sg.get('extra_call_s') or {}).get('kernel'))} | {per} | "
                      f"{stages} | {warm_text} |")
     return lines
@@ -213,8 +215,10 @@ def markdown(results: dict[str, Any]) -> str:
            "process with the on-disk caches, imports not counted. grad/fwd = batch time of "
            "value+gradient over value alone (1 core). Every peer's value and gradient matched "
            "symgraph's (relative 1e-8) before it was timed. 1-point: symgraph is called "
-           "with a float for one input, else one float64 array (as the peers but SymPy are); "
-           "the floats spelling is in the detail table." + _precompile_note(meta), "",
+           "as fn.value_and_grad_floats(*floats) (floats in, the value and a tuple of floats "
+           "out: its fastest documented form; SymPy + njit is called with floats too, the "
+           "other peers with one array); value_and_grad with floats and with one array are "
+           "in the detail table." + _precompile_note(meta), "",
            *main_table(rows, workloads, points, titles), "", "## Issue 5 targets", "",
            *targets(rows, workloads), "", "## symgraph in detail", "",
            *details_table(rows, workloads, points), ""]

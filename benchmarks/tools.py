@@ -67,16 +67,16 @@ def prepare_symgraph(name: str, point: np.ndarray, cache_dir: str, **_: Any) -> 
     counts = fn.op_counts()
     details = {"dag_ops": sg.count_ops(expr), "arguments": len(args),
                "strategy": getattr(fn, "strategy", "straight")}
-    # As users call it: a float for one input, else one array (as every peer but SymPy gets);
-    # the other spelling is timed too ("floats" among the extra calls).
-    point = (lambda: fn.value_and_grad(*floats)) if len(args) == 1 else (
-        lambda: fn.value_and_grad(x))
+    # The fastest documented 1-point form: value_and_grad_floats (floats in, the value and a
+    # tuple of floats out, as SymPy + njit's list of floats); value_and_grad with floats and
+    # with one array are timed too (among the extra calls).
     prepared_ = Prepared(
-        "symgraph", point,
+        "symgraph", lambda: fn.value_and_grad_floats(*floats),
         lambda p: fn.value_and_grad(*[float(v) for v in p]),
         fn.value_and_grad, fn, numba_threads, setup,
         (counts["value"], counts["value_grad"]), details=details,
-        extra_calls={"floats": lambda: fn.value_and_grad(*floats)})
+        extra_calls={"floats": lambda: fn.value_and_grad(*floats),
+                     "array": lambda: fn.value_and_grad(x)})
 
     def settle() -> None:
         _switch(fn, x)

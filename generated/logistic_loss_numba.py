@@ -24,10 +24,10 @@ import math
 import numpy as np
 from numba import njit
 
-from symgraph.backends.numba.runtime import fetch_add, lane_loops, load_acquire, point_line, straight_line
+from symgraph.backends.numba.runtime import fetch_add, floats_line, lane_loops, load_acquire, point_line, straight_line
 from symgraph.backends.numba.vecmath import vexp, vlog
 
-# runtime 3ac89bf146136c2c8b43351d: Numba's cache of this file is of that runtime
+# runtime 2e11a2a83cd24d10f1ef048d: Numba's cache of this file is of that runtime
 
 
 def value_steps(_x, _out):
@@ -98,23 +98,23 @@ def value_point(_x):
 
 
 def value_api(_point, _points, _slow):
-    """symgraph.api's value call at one point: floats or ints go to value_point as a tuple
-    (_point: its compiled entry), a float64 array of shape (2,) as it is (_points); anything
-    else to _slow, the API's checked path (the same numbers; its errors)."""
+    """symgraph.api's value call at one point: numbers go to value_point as the call's own tuple
+    (_point: its compiled entry, which takes floats and ints only), a float64 array of shape
+    (2,) as it is (_points); anything else to _slow, the API's checked path (the same numbers;
+    its errors)."""
     _array, _f64 = np.ndarray, np.dtype(np.float64)
-    _numbers = frozenset({float, int, np.float64})
 
     def value(*_x, **_named):
-        if len(_x) == 2 and not _named:
-            x, w = _x
-            if type(x) in _numbers and type(w) in _numbers:
-                try:
-                    return _point(_x)
-                except (TypeError, OverflowError):  # an int beyond floats
-                    pass
-        elif len(_x) == 1 and not _named:
+        if _named:
+            return _slow(*_x, **_named)
+        if len(_x) == 2:
+            try:
+                return _point(_x)
+            except Exception:  # not floats or ints: the checked path
+                pass
+        elif len(_x) == 1:
             _p = _x[0]
-            if type(_p) is _array and _p.shape == (2,) and _p.dtype is _f64 and _p.flags.carray:
+            if type(_p) is _array and _p.dtype is _f64 and _p.ndim == 1 and len(_p) == 2:
                 return _points(_p)
         return _slow(*_x, **_named)
 
@@ -202,68 +202,77 @@ def value_grad_point(_x, _g):
     return _value_grad_point(_x, _g)
 
 
+_value_grad_floats = floats_line(value_grad_steps, 2)
+
+
+@njit(cache=True, error_model="numpy")
+def value_grad_floats(x, w):
+    """(value, (df_dx, df_dw)): symgraph.api's value_and_grad_floats."""
+    return _value_grad_floats((x, w))
+
+
 def value_grad_api(_point, _points, _slow, _slow_grad):
-    """symgraph.api's value_and_grad and grad at one point: floats or ints go to
-    value_grad_point as a tuple (_point: its compiled entry), a float64 array of shape (2,)
-    as it is (_points); the gradient into a new array, or into out. Anything else goes
-    to _slow and _slow_grad, the API's checked paths (the same numbers; their errors)."""
+    """symgraph.api's value_and_grad and grad at one point: numbers go to value_grad_point as
+    the call's own tuple (_point: its compiled entry, which takes floats and ints only), a
+    float64 array of shape (2,) as it is (_points); the gradient into a new array, or into out.
+    Anything else goes to _slow and _slow_grad, the API's checked paths (the same numbers; their
+    errors)."""
     _empty, _array, _f64 = np.empty, np.ndarray, np.dtype(np.float64)
-    _numbers = frozenset({float, int, np.float64})
 
     def value_and_grad(*_x, out=None, **_named):
-        if len(_x) == 2 and not _named:
-            x, w = _x
-            if type(x) in _numbers and type(w) in _numbers:
-                if out is None:
-                    try:
-                        _g = _empty(2)
-                        return _point(_x, _g), _g
-                    except (TypeError, OverflowError):  # an int beyond floats
-                        pass
-                elif (type(out) is _array and out.shape == (2,) and out.dtype is _f64
-                        and out.flags.carray):
-                    try:
-                        return _point(_x, out)
-                    except (TypeError, OverflowError):  # an int beyond floats
-                        pass
-        elif len(_x) == 1 and not _named:
+        if _named:
+            return _slow(*_x, out=out, **_named)
+        if len(_x) == 2:
+            if out is None:
+                try:
+                    _g = _empty(2)
+                    return _point(_x, _g), _g
+                except Exception:  # not floats or ints: the checked path
+                    pass
+            elif (type(out) is _array and out.dtype is _f64 and out.ndim == 1
+                    and len(out) == 2 and out.flags.writeable):
+                try:
+                    return _point(_x, out)
+                except Exception:  # not floats or ints: the checked path
+                    pass
+        elif len(_x) == 1:
             _p = _x[0]
-            if type(_p) is _array and _p.shape == (2,) and _p.dtype is _f64 and _p.flags.carray:
+            if type(_p) is _array and _p.dtype is _f64 and _p.ndim == 1 and len(_p) == 2:
                 if out is None:
                     _g = _empty(2)
                     return _points(_p, _g), _g
-                elif (type(out) is _array and out.shape == (2,) and out.dtype is _f64
-                        and out.flags.carray):
+                elif (type(out) is _array and out.dtype is _f64 and out.ndim == 1
+                        and len(out) == 2 and out.flags.writeable):
                     return _points(_p, out)
         return _slow(*_x, out=out, **_named)
 
     def grad(*_x, out=None, **_named):
-        if len(_x) == 2 and not _named:
-            x, w = _x
-            if type(x) in _numbers and type(w) in _numbers:
-                if out is None:
-                    try:
-                        _g = _empty(2)
-                        _point(_x, _g)
-                        return _g
-                    except (TypeError, OverflowError):  # an int beyond floats
-                        pass
-                elif (type(out) is _array and out.shape == (2,) and out.dtype is _f64
-                        and out.flags.carray):
-                    try:
-                        _point(_x, out)
-                        return out
-                    except (TypeError, OverflowError):  # an int beyond floats
-                        pass
-        elif len(_x) == 1 and not _named:
+        if _named:
+            return _slow_grad(*_x, out=out, **_named)
+        if len(_x) == 2:
+            if out is None:
+                try:
+                    _g = _empty(2)
+                    _point(_x, _g)
+                    return _g
+                except Exception:  # not floats or ints: the checked path
+                    pass
+            elif (type(out) is _array and out.dtype is _f64 and out.ndim == 1
+                    and len(out) == 2 and out.flags.writeable):
+                try:
+                    _point(_x, out)
+                    return out
+                except Exception:  # not floats or ints: the checked path
+                    pass
+        elif len(_x) == 1:
             _p = _x[0]
-            if type(_p) is _array and _p.shape == (2,) and _p.dtype is _f64 and _p.flags.carray:
+            if type(_p) is _array and _p.dtype is _f64 and _p.ndim == 1 and len(_p) == 2:
                 if out is None:
                     _g = _empty(2)
                     _points(_p, _g)
                     return _g
-                elif (type(out) is _array and out.shape == (2,) and out.dtype is _f64
-                        and out.flags.carray):
+                elif (type(out) is _array and out.dtype is _f64 and out.ndim == 1
+                        and len(out) == 2 and out.flags.writeable):
                     _points(_p, out)
                     return out
         return _slow_grad(*_x, out=out, **_named)

@@ -24,9 +24,9 @@ import math
 import numpy as np
 from numba import njit
 
-from symgraph.backends.numba.runtime import fetch_add, lane_loops, load_acquire, point_line, straight_line
+from symgraph.backends.numba.runtime import fetch_add, floats_line, lane_loops, load_acquire, point_line, straight_line
 
-# runtime 3ac89bf146136c2c8b43351d: Numba's cache of this file is of that runtime
+# runtime 2e11a2a83cd24d10f1ef048d: Numba's cache of this file is of that runtime
 
 
 def value_steps(_x, _out):
@@ -91,22 +91,24 @@ def value_point(_x):
 
 
 def value_api(_point, _points, _slow):
-    """symgraph.api's value call at one point: floats or ints go to value_point as a tuple
-    (_point: its compiled entry), a float64 array of shape (1,) as it is (_points); anything
-    else to _slow, the API's checked path (the same numbers; its errors)."""
+    """symgraph.api's value call at one point: numbers go to value_point as the call's own tuple
+    (_point: its compiled entry, which takes floats and ints only), a float64 array of shape
+    (1,) as it is (_points); anything else to _slow, the API's checked path (the same numbers;
+    its errors)."""
     _array, _f64 = np.ndarray, np.dtype(np.float64)
-    _numbers = frozenset({float, int, np.float64})
 
     def value(*_x, **_named):
-        if len(_x) == 1 and not _named:
-            x, = _x
-            if type(x) in _numbers:
+        if _named:
+            return _slow(*_x, **_named)
+        if len(_x) == 1:
+            _p = _x[0]
+            if type(_p) is not _array:
                 try:
                     return _point(_x)
-                except (TypeError, OverflowError):  # an int beyond floats
+                except Exception:  # not floats or ints: the checked path
                     pass
-            elif type(x) is _array and x.shape == (1,) and x.dtype is _f64 and x.flags.carray:
-                return _points(x)
+            elif _p.dtype is _f64 and _p.ndim == 1 and len(_p) == 1:
+                return _points(_p)
         return _slow(*_x, **_named)
 
     return value
@@ -177,65 +179,78 @@ def value_grad_point(_x, _g):
     return _value_grad_point(_x, _g)
 
 
+_value_grad_floats = floats_line(value_grad_steps, 1)
+
+
+@njit(cache=True, error_model="numpy")
+def value_grad_floats(x):
+    """(value, (df_dx)): symgraph.api's value_and_grad_floats."""
+    return _value_grad_floats((x,))
+
+
 def value_grad_api(_point, _points, _slow, _slow_grad):
-    """symgraph.api's value_and_grad and grad at one point: floats or ints go to
-    value_grad_point as a tuple (_point: its compiled entry), a float64 array of shape (1,)
-    as it is (_points); the gradient into a new array, or into out. Anything else goes
-    to _slow and _slow_grad, the API's checked paths (the same numbers; their errors)."""
+    """symgraph.api's value_and_grad and grad at one point: numbers go to value_grad_point as
+    the call's own tuple (_point: its compiled entry, which takes floats and ints only), a
+    float64 array of shape (1,) as it is (_points); the gradient into a new array, or into out.
+    Anything else goes to _slow and _slow_grad, the API's checked paths (the same numbers; their
+    errors)."""
     _empty, _array, _f64 = np.empty, np.ndarray, np.dtype(np.float64)
-    _numbers = frozenset({float, int, np.float64})
 
     def value_and_grad(*_x, out=None, **_named):
-        if len(_x) == 1 and not _named:
-            x, = _x
-            if type(x) in _numbers:
+        if _named:
+            return _slow(*_x, out=out, **_named)
+        if len(_x) == 1:
+            _p = _x[0]
+            if type(_p) is not _array:
                 if out is None:
                     try:
                         _g = _empty(1)
                         return _point(_x, _g), _g
-                    except (TypeError, OverflowError):  # an int beyond floats
+                    except Exception:  # not floats or ints: the checked path
                         pass
-                elif (type(out) is _array and out.shape == (1,) and out.dtype is _f64
-                        and out.flags.carray):
+                elif (type(out) is _array and out.dtype is _f64 and out.ndim == 1
+                        and len(out) == 1 and out.flags.writeable):
                     try:
                         return _point(_x, out)
-                    except (TypeError, OverflowError):  # an int beyond floats
+                    except Exception:  # not floats or ints: the checked path
                         pass
-            elif type(x) is _array and x.shape == (1,) and x.dtype is _f64 and x.flags.carray:
+            elif _p.dtype is _f64 and _p.ndim == 1 and len(_p) == 1:
                 if out is None:
                     _g = _empty(1)
-                    return _points(x, _g), _g
-                elif (type(out) is _array and out.shape == (1,) and out.dtype is _f64
-                        and out.flags.carray):
-                    return _points(x, out)
+                    return _points(_p, _g), _g
+                elif (type(out) is _array and out.dtype is _f64 and out.ndim == 1
+                        and len(out) == 1 and out.flags.writeable):
+                    return _points(_p, out)
         return _slow(*_x, out=out, **_named)
 
     def grad(*_x, out=None, **_named):
-        if len(_x) == 1 and not _named:
-            x, = _x
-            if type(x) in _numbers:
+        if _named:
+            return _slow_grad(*_x, out=out, **_named)
+        if len(_x) == 1:
+            _p = _x[0]
+            if type(_p) is not _array:
                 if out is None:
                     try:
                         _g = _empty(1)
                         _point(_x, _g)
                         return _g
-                    except (TypeError, OverflowError):  # an int beyond floats
+                    except Exception:  # not floats or ints: the checked path
                         pass
-                elif (type(out) is _array and out.shape == (1,) and out.dtype is _f64
-                        and out.flags.carray):
+                elif (type(out) is _array and out.dtype is _f64 and out.ndim == 1
+                        and len(out) == 1 and out.flags.writeable):
                     try:
                         _point(_x, out)
                         return out
-                    except (TypeError, OverflowError):  # an int beyond floats
+                    except Exception:  # not floats or ints: the checked path
                         pass
-            elif type(x) is _array and x.shape == (1,) and x.dtype is _f64 and x.flags.carray:
+            elif _p.dtype is _f64 and _p.ndim == 1 and len(_p) == 1:
                 if out is None:
                     _g = _empty(1)
-                    _points(x, _g)
+                    _points(_p, _g)
                     return _g
-                elif (type(out) is _array and out.shape == (1,) and out.dtype is _f64
-                        and out.flags.carray):
-                    _points(x, out)
+                elif (type(out) is _array and out.dtype is _f64 and out.ndim == 1
+                        and len(out) == 1 and out.flags.writeable):
+                    _points(_p, out)
                     return out
         return _slow_grad(*_x, out=out, **_named)
 

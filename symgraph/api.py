@@ -10,7 +10,8 @@ forward subexpressions). A point is floats, a 1-D array, or keywords by symbol n
 a 2-D array with one row per point, or one array per variable (by position or by name,
 broadcast together like NumPy's operands): ``fn(xs, ys)`` is ``fn(np.column_stack([xs, ys]))``.
 ``fn.value_and_grad(x, y, out=g)`` writes the gradient into a preallocated array and returns
-the value (for loops that call it millions of times).
+the value (for loops that call it millions of times); ``fn.value_and_grad_floats(x, y)``
+returns ``(value, (gx, gy))``, floats only: the fastest 1-point call (runtime.points).
 
 At one point, a Numba module's own ``NAME_api`` function (backends.numba.point) is what the
 methods are: numbers or one float64 array go straight into the compiled ``NAME_point``; it
@@ -40,7 +41,7 @@ from .runtime import outputs
 from .runtime.build import build
 from .runtime.checked import checked_batch, checked_row, fill_gradient
 from .runtime.interpret import Pending
-from .runtime.points import PointEntries
+from .runtime.points import PointEntries, checked_floats
 from .runtime.reduction import compile_reduced
 from .runtime.sparse import DerivativeKernels
 
@@ -162,12 +163,18 @@ class CompiledFunction:
         function between the caller and the kernel, with everything it needs bound in
         advance; the module's own ``NAME_api`` where it has one (backends.numba.point)."""
         points = self._points.methods
+        self._bound = getattr(self, "_bound", 0) + 1  # (a kept checked method sees it: points)
         [self._value] = points(VALUE.name, [self._bind(
             VALUE.name, self._m, _VALUE if self.scalar else _OUT)])
         if self.scalar:
             self.value_and_grad, self.grad = points(VALUE_GRAD.name, [
                 self._bind(VALUE_GRAD.name, 1 + self._k, _VALUE_GRAD, "value_and_grad"),
                 self._bind(VALUE_GRAD.name, 1 + self._k, _GRAD, "grad")])
+            floats = self._points.floats(VALUE_GRAD.name, checked_floats(
+                self, [s.value for s in self.args]))
+            floats.__qualname__ = "CompiledFunction.value_and_grad_floats"
+            floats.__doc__ = CompiledFunction.value_and_grad_floats.__doc__
+            self.value_and_grad_floats = floats
 
     @property
     def programs(self) -> list:
@@ -372,6 +379,17 @@ class CompiledFunction:
         and only the value is returned."""
         self._require_scalar("value_and_grad")
         return self._bind(VALUE_GRAD.name, 1 + self._k, _VALUE_GRAD)(*values, **named)
+
+    def value_and_grad_floats(self, *values: float) -> tuple[float, tuple[float, ...]]:
+        """``(value, (g0, ..., g_{n-1}))`` of a scalar expression at the point given as one
+        number per argument, all Python floats: the fastest 1-point call (with Numba, the
+        compiled kernel's own entry point behind one try/except; no array is made). Floats
+        and ints go in as they are, other real numbers (NumPy scalars, 0-d arrays) as
+        ``value_and_grad`` reads them; a wrong count, text, None, complex, a masked value or
+        an array is refused (TypeError naming the argument: ``value_and_grad`` takes arrays
+        and batches)."""
+        self._require_scalar("value_and_grad_floats")
+        return self.value_and_grad_floats(*values)  # (bound per instance: runtime.points)
 
     def grad(self, *values, **named) -> np.ndarray:
         """The gradient of a scalar expression (from the fused value+gradient kernel); with

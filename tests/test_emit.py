@@ -66,7 +66,8 @@ def test_kernels_over_hostile_names_compile_and_compute_correctly(backend):
     imported = {alias.name for node in ast.walk(tree)
                 if isinstance(node, (ast.Import, ast.ImportFrom)) for alias in node.names}
     assert imported <= {"math", "numpy", "njit", "fetch_add", "load_acquire", "straight_line",
-                        "point_line", "lane_loops", *vecmath.PUBLIC}  # no name became a statement
+                        "point_line", "floats_line", "lane_loops",
+                        *vecmath.PUBLIC}  # no name became a statement
 
 
 def test_one_statement_per_node_and_wide_sums_are_split():

@@ -40,12 +40,14 @@ CHILD = textwrap.dedent("""
         warnings.simplefilter("always")
         fn = sg.compile(expr, [x, y], cache_dir=sys.argv[1], strategy="straight")
         rows = np.array([np.r_[fn.value_and_grad(*p)] for p in X])
+        floats = np.array([np.r_[v, g] for v, g in (fn.value_and_grad_floats(*p) for p in X)])
         values, grads = fn.value_and_grad(X)
         summed = sg.compile(expr, [x], data=[y], reduce="sum", cache_dir=sys.argv[1])
         total = np.r_[summed.value_and_grad([0.3], X[:, 1])]
     print(json.dumps({{
         "sums": [v.hex() for v in total],
         "rows": [v.hex() for v in rows.ravel()],
+        "floats": [v.hex() for v in floats.ravel()],
         "batch": [v.hex() for v in np.c_[values, grads].ravel()],
         "warnings": [str(w.message) for w in caught if w.category is RuntimeWarning],
         "lowered": runtime.LOWERED, "atomic": runtime.ATOMIC,
@@ -71,6 +73,8 @@ def lowered():
     assert all(uses_lanes(p) for p in fn.programs)  # the batch runs lane code
     X = np.array(POINTS)
     rows = np.array([np.r_[fn.value_and_grad(*p)] for p in X])
+    floats = np.array([np.r_[v, g] for v, g in (fn.value_and_grad_floats(*p) for p in X)])
+    assert floats.tobytes() == rows.tobytes()  # value_grad_floats: the point kernel's bits
     values, grads = fn.value_and_grad(X)
     # A reduction's lane kernel (runtime.lane_sums): 306 rows, the last block short.
     summed = sg.compile(namespace["expr"], [namespace["x"]], data=[namespace["y"]], reduce="sum")
@@ -96,6 +100,7 @@ def test_a_missing_internal_falls_back_to_plain_njit_with_a_warning_and_the_same
     assert any("numba.extending.intrinsic" in w and "plain numba.njit" in w
                for w in result["warnings"]), result["warnings"]
     assert result["rows"] == lowered["rows"]  # plain @njit of the steps: the same bits
+    assert result["floats"] == lowered["rows"]  # (value_and_grad_floats: the checked path)
     assert result["batch"] == lowered["rows"]  # the batch, row by row: the row kernel's bits
     assert result["sums"] == lowered["sums"]  # a reduction's lanes as plain njit loops
 
@@ -110,6 +115,7 @@ def test_a_failed_check_falls_back_to_plain_njit_with_a_warning_and_the_same_num
     assert result["lowered"]  # every internal is there...
     assert any("check failed" in w for w in result["warnings"]), result["warnings"]
     assert result["rows"] == lowered["rows"]  # ...but the kernels compiled without them
+    assert result["floats"] == lowered["rows"]  # (value_grad_floats: plain.floats_python)
     assert result["batch"] == lowered["rows"]
     assert result["sums"] == lowered["sums"]
 
@@ -167,3 +173,41 @@ def test_only_the_runtime_adapter_imports_numbas_code_generation_internals():
             if any(n.startswith(internals) for n in names):
                 users.add(path)
     assert users and all(adapter in path.parents for path in users), sorted(users)
+
+
+def _product_steps(_x, _out):
+    a = _x[0]
+    b = _x[1]
+    t0 = a * b
+    _out[0] = t0
+    _out[1] = b
+    _out[2] = a
+
+
+@pytest.mark.parametrize("in_place", [True, False], ids=["float read in place", "C API"])
+def test_real_numba_arguments_take_floats_and_ints_and_refuse_the_rest(monkeypatch, in_place):
+    # runtime.real: an entry point's float arguments, unboxed as floats and ints only (an
+    # exact float read in place where its layout checked out at import, else by the C API).
+    import importlib
+
+    from numba import njit
+
+    real_module = importlib.import_module("symgraph.backends.numba.runtime.real")
+    if not in_place:
+        monkeypatch.setattr(real_module, "_LAYOUT", None)
+    product = runtime.floats_line(_product_steps, 2)
+
+    @njit  # (not cached: compiled with this test's layout)
+    def kernel(a, b):
+        return product((a, b))
+
+    kernel.compile((runtime.real, runtime.real))
+    entry = numba_cache.entry_point(kernel, (runtime.real, runtime.real))
+    assert entry(2.5, 3) == (7.5, (3.0, 2.5))
+    assert entry(np.float64(-0.0), True) == (-0.0, (1.0, -0.0))
+    assert entry(2**60, 1.0) == (2.0**60, (1.0, 2.0**60))
+    for bad in ("1.5", None, 1j, np.float32(1.0), np.array(1.0), np.array([1.0])):
+        with pytest.raises(TypeError):
+            entry(bad, 1.0)
+    with pytest.raises(OverflowError):
+        entry(10**400, 1.0)

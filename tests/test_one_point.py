@@ -51,6 +51,8 @@ def test_fast_and_checked_paths_give_the_same_bits(fn, point):
     want = _checked(fn, point)
     assert _bytes(*fn.value_and_grad(*point)) == want  # numbers, one per variable
     assert _bytes(*fn.value_and_grad(np.array(point, dtype=np.float64))) == want  # one array
+    strided = np.repeat(np.array(point, dtype=np.float64), 2)[::2]  # (any strides: fast path)
+    assert _bytes(*fn.value_and_grad(strided)) == want
     assert fn.grad(*point).tobytes() == want[8:]
     assert np.array(fn(*point)).tobytes() == want[:8]
     g = np.full(2, 7.0)
@@ -98,6 +100,7 @@ def test_a_read_only_out_is_refused_and_left_unwritten(fn):
     (None, TypeError, r"the value of 'x' \(argument 0\) must be real numbers; got None"),
     (1 + 2j, TypeError, r"the value of 'x' \(argument 0\) must be real numbers; got complex"),
     ("1.5", TypeError, r"the value of 'x' \(argument 0\) must be real numbers; got the text"),
+    (np.ma.masked, TypeError, r"the value of 'x' \(argument 0\) is a masked array"),
     (10**400, OverflowError, "int too large to convert to float")], ids=repr)
 def test_refused_numbers_raise_the_checked_paths_error_through_the_fast_path(fn, bad, error,
                                                                            message):
@@ -130,3 +133,65 @@ def test_an_interpreted_function_takes_the_fast_path_once_it_has_switched_with_n
     np.testing.assert_allclose(gradient, interpreted[1], rtol=1e-15)
     out = np.empty(2)
     assert fn.grad(0.5, -2.0, out=out) is out and np.array_equal(out, gradient)
+
+
+@pytest.mark.parametrize("point", POINTS, ids=repr)
+def test_value_and_grad_floats_gives_value_and_grads_bits_as_floats(fn, point):
+    value, gradient = fn.value_and_grad_floats(*point)
+    assert type(value) is float and type(gradient) is tuple
+    assert all(type(g) is float for g in gradient)
+    assert _bytes(value, np.array(gradient)) == _checked(fn, point)
+
+
+@pytest.mark.parametrize(("bad", "error", "message"), [
+    ((None, 2.0), TypeError, r"value_and_grad_floats: the value of 'x' \(argument 0\) must be "
+                             r"real numbers; got None"),
+    ((3.0, 1 + 2j), TypeError, r"the value of 'y' \(argument 1\) must be real numbers; got "
+                               "complex"),
+    (("1.5", 2.0), TypeError, r"the value of 'x' \(argument 0\) must be real numbers; got the "
+                              "text '1.5'"),
+    ((np.ma.masked, 2.0), TypeError, r"the value of 'x' \(argument 0\) is a masked array"),
+    ((np.array([1.0, 2.0]), 2.0), TypeError, r"the value of 'x' \(argument 0\) must be one "
+                                             r"real number; got an array of shape \(2,\)"),
+    ((np.array([3.0, 2.0]),), TypeError, r"takes 2 number\(s\), one per variable \['x', 'y'\]; "
+                                         "got 1"),
+    ((3.0, 2.0, 1.0), TypeError, r"takes 2 number\(s\), one per variable \['x', 'y'\]; got 3"),
+    ((10**400, 2.0), OverflowError, r"the value of 'x' \(argument 0\): int too large")],
+    ids=["None", "complex", "text", "masked", "array", "one array", "three", "big int"])
+def test_value_and_grad_floats_refuses_what_is_not_one_number_per_variable_naming_it(
+        fn, bad, error, message):
+    with pytest.raises(error, match=message):
+        fn.value_and_grad_floats(*bad)
+
+
+@pytest.mark.parametrize("strategy", ["straight", "tape", "auto"])
+def test_value_and_grad_floats_gives_value_and_grads_numbers_with_every_strategy(strategy):
+    x, y, z = sg.symbols("x y z")
+    fn = sg.compile(sg.exp(x * y) / (1 + z * z) + sg.sqrt(x + y * y), [x, y, z],
+                    strategy=strategy)
+    for point in ([0.5, -1.5, 2.0], [1, 2, 3], [0.0, 0.25, -0.0]):
+        value, gradient = fn.value_and_grad(*point)
+        assert fn.value_and_grad_floats(*point) == (value, tuple(gradient.tolist()))
+
+
+def test_value_and_grad_floats_is_the_compiled_entry_once_an_interpreted_function_has_numba():
+    x, y = sg.symbols("x y")
+    fn = sg.compile(sg.log(1 + x * x) * sg.cos(y), [x, y])  # strategy "auto": interpreted
+    kept = fn.value_and_grad_floats
+    before = kept(0.5, -2.0)
+    assert "entry" not in kept.__code__.co_freevars  # the checked path
+    fn.kernels("value_grad")  # the switch: the Numba module is made, the methods rebound
+    assert "entry" in fn.value_and_grad_floats.__code__.co_freevars
+    assert kept(0.5, -2.0) == fn.value_and_grad_floats(0.5, -2.0)  # a kept one calls it
+    value, gradient = fn.value_and_grad_floats(0.5, -2.0)
+    assert value == pytest.approx(before[0], rel=1e-15)
+    np.testing.assert_allclose(gradient, before[1], rtol=1e-15)
+    with pytest.raises(TypeError, match=r"the value of 'y' \(argument 1\) must be real"):
+        fn.value_and_grad_floats(0.5, "2")
+
+
+def test_value_and_grad_floats_needs_a_scalar_expression():
+    x, y = sg.symbols("x y")
+    fn = sg.compile([x * y, x + y], [x, y], backend="python")
+    with pytest.raises(TypeError, match="value_and_grad_floats needs a scalar expression"):
+        fn.value_and_grad_floats(1.0, 2.0)

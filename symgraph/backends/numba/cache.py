@@ -163,11 +163,13 @@ _DTYPES = ("float64", "int64", "int32")
 
 def _plain_type(value: Any) -> Any:
     """Numba's type of `value` when it is plain: a writeable, aligned, C-contiguous array of
-    float64/int64/int32, an int or float, None, or a tuple of floats. None otherwise. No
-    `numba.typeof`: for an array it imports numpy.ma, 7-15 ms in a fresh process, to rule out
-    masked arrays."""
+    float64/int64/int32, an int or float, None, or a tuple of floats; a Numba type stands for
+    itself (e.g. the runtime's `real`). None otherwise. No `numba.typeof`: for an array it
+    imports numpy.ma, 7-15 ms in a fresh process, to rule out masked arrays."""
     from numba.core import types
 
+    if isinstance(value, types.Type):
+        return value
     if isinstance(value, int) and not isinstance(value, bool):
         return types.int64
     if isinstance(value, float):

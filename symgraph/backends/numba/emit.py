@@ -73,6 +73,7 @@ def emit_numba(programs: Sequence[Program], title: str, description: Sequence[st
     points = {p.name: point_lines(p) for p in programs if has_point(p)}
     used = sorted(name for name in ("fetch_add", "lane_loops", "load_acquire")
                   if f"{name}(" in code) + (["point_line"] if points else []) + ["straight_line"]
+    used = sorted(used + (["floats_line"] if "value_grad" in points else []))
     steps = [_steps_function(p) for p in programs]
     # vecmath functions the lane code and the steps call (inlined, not called; plain Numba,
     # the runtime's fallback, calls them)

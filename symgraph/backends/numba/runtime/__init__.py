@@ -8,7 +8,10 @@ functions, and one import line (plus one for the vecmath functions its lane code
 ``_NAME_steps = straight_line(NAME_steps)`` is what the jitted ``NAME_row`` calls: the steps
 lowered one by one (`lowering`), a tenth of Numba's compile time for the same machine code;
 ``point_line(NAME_steps)`` the same steps for ``NAME_point`` (a point as a tuple of floats,
-the value returned, the gradient into an array: what the API's one-point calls run).
+the value returned, the gradient into an array: what the API's one-point calls run), and
+``floats_line(NAME_steps, k)`` for ``NAME_floats`` (the value and the k gradient entries
+returned as floats, no array: ``fn.value_and_grad_floats``); their compiled entry points take
+`real` numbers (``real``: unboxed like ``float()`` of a number, never parsing text).
 ``_NAME_lanes = lane_loops(NAME_lanes, NAME_steps, ...)`` runs a lane kernel's loops on a
 chunk of a batch (`lanes`); `fetch_add` and `load_acquire` are the atomic claims with which
 threads share a batch (`claims`).
@@ -46,12 +49,16 @@ from typing import Any
 from numba import types
 
 from . import plain
+from .real import as_float64, real  # noqa: F401 - real: the point kernels' argument type
 
 # Every internal the lowering, the lanes and the claims use: (module, attribute path).
 _INTERNALS = [("numba.extending", "intrinsic")] + [
     ("numba.core.cgutils", name) for name in (
-        "get_item_pointer", "alloca_once", "unpack_tuple", "for_range_slice", "for_range",
-        "if_unlikely")] + [
+        "get_item_pointer", "alloca_once", "alloca_once_value", "unpack_tuple",
+        "for_range_slice", "for_range", "if_unlikely")] + [
+    ("numba.core.pythonapi", f"PythonAPI.{name}") for name in (
+        "float_as_double", "c_api_error", "get_type", "get_c_object", "err_set_string",
+        "_get_function")] + [
     ("numba.core.base", f"BaseContext.{name}") for name in (
         "make_array", "get_constant", "cast", "get_function", "make_tuple", "unpack_value",
         "pack_value", "get_value_type", "get_data_type", "get_dummy_value",
@@ -158,9 +165,10 @@ def _remember(stamps: list[Path]) -> None:
 
 def _compiled(function: Callable) -> Callable:
     """Code that runs `function` (plain Python) compiled by Numba's front end: the intrinsics'
-    way out when the probe fails after their typing began."""
+    way out when the probe fails after their typing began (`real` read as float64)."""
     def codegen(context, builder, signature, args):
-        return context.compile_internal(builder, function, signature, args)
+        floats = signature.return_type(*(as_float64(a) for a in signature.args))
+        return context.compile_internal(builder, function, floats, args)
 
     return codegen
 
@@ -191,13 +199,33 @@ def point_line(steps: Callable) -> Any:
         return plain.point_kernel(steps)
 
     def typer(typingctx, x, g):
-        point = (isinstance(x, types.UniTuple) and x.dtype == types.float64) or (
+        point = (isinstance(x, types.UniTuple) and as_float64(x).dtype == types.float64) or (
             isinstance(x, types.Array) and x.ndim == 1)
         if point and (g == types.none or (isinstance(g, types.Array) and g.ndim == 1)):
             if not check():
                 return types.float64(x, g), _compiled(plain.point_python(steps))
             body = _lowering.steps_body(steps)
             return types.float64(x, g), lambda *lowering: _lowering.lower_point(body, *lowering)
+        return None
+
+    typer.__name__ = steps.__name__
+    return intrinsic(typer)
+
+
+def floats_line(steps: Callable, count: int) -> Any:
+    """What ``NAME_floats`` calls for ``NAME_steps(_x, _out)``: an intrinsic x -> (value,
+    (g0, ..., g_{count-1})) for x a tuple of floats (or of `real`): ``_out[0]`` and a tuple of
+    ``_out[1]`` .. ``_out[count]``, all in registers (no array)."""
+    if _plain():
+        return plain.floats_kernel(steps, count)
+    result = types.Tuple((types.float64, types.UniTuple(types.float64, count)))
+
+    def typer(typingctx, x):
+        if isinstance(x, types.UniTuple) and as_float64(x).dtype == types.float64:
+            if not check():
+                return result(x), _compiled(plain.floats_python(steps, count))
+            body = _lowering.steps_body(steps)
+            return result(x), lambda *lowering: _lowering.lower_floats(body, count, *lowering)
         return None
 
     typer.__name__ = steps.__name__

@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 import numpy as np
 from numba import njit
+from numba.np.unsafe.ndarray import to_fixed_tuple
 
 
 def steps_kernel(steps: Callable) -> Callable:
@@ -38,6 +39,24 @@ def point_python(steps: Callable) -> Callable:
 def point_kernel(steps: Callable) -> Callable:
     """`point_python`, compiled."""
     return njit(error_model="numpy")(point_python(steps))
+
+
+def floats_python(steps: Callable, count: int) -> Callable:
+    """x -> (value, (g0, ..., g_{count-1})): the steps on the point x (a tuple of floats),
+    their ``_out[0]`` and a tuple of ``_out[1]`` .. ``_out[count]``."""
+    row = steps_kernel(steps)
+
+    def floats(x):
+        out = np.empty(count + 1)
+        row(x, out)
+        return out[0], to_fixed_tuple(out[1:], count)
+
+    return floats
+
+
+def floats_kernel(steps: Callable, count: int) -> Callable:
+    """`floats_python`, compiled."""
+    return njit(error_model="numpy")(floats_python(steps, count))
 
 
 def rows_python(steps: Callable, chunk: int) -> Callable:
