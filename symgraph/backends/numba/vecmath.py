@@ -33,7 +33,7 @@ import math
 from numba import njit
 
 from ...ir.cuberoot import cbrt as _cbrt
-from .runtime.bits import _bits, _float, _mul_error, _where  # the adapter's (Numba internals)
+from .runtime.bits import _bits, _float, _fma, _mul_error, _where  # the adapter's (Numba internals)
 
 # Adding 1.5 * 2**52 rounds |y| < 2**51 to an integer held in the low bits of the sum: avoids
 # float<->int64 conversions, which AVX2 lacks as vector instructions.
@@ -47,7 +47,8 @@ _LOG2E = 1.4426950408889634
 @njit(error_model="numpy", forceinline=True)
 def _exp_reduced(x):
     """x = n ln2 + (r + r_err) with |r| <= ln2/2 (r_err the rounding of r), and g(r) of degree
-    10 with exp(r) = 1 + r + r^2 g(r); n in the low bits of k (see _ROUNDER)."""
+    10 with exp(r) = 1 + r + r^2 g(r) (by fused multiply-adds); n in the low bits of k (see
+    _ROUNDER)."""
     return _exp_reduced_dd(x, 0.0)  # x - 0.0 is x: the same instructions
 
 
@@ -60,17 +61,16 @@ def _exp_reduced_dd(x, x_lo):
     lo = n * _LN2_LO - x_lo
     r = hi - lo
     r_err = (hi - r) - lo
-    g = 2.0914679452495193e-09
-    g = g * r + 2.5105206480259365e-08
-    g = g * r + 2.755727366116628e-07
-    g = g * r + 2.755725542549107e-06
-    g = g * r + 2.480158732553351e-05
-    g = g * r + 0.00019841269874800694
-    g = g * r + 0.0013888888888883752
-    g = g * r + 0.008333333333326141
-    g = g * r + 0.04166666666666667
-    g = g * r + 0.1666666666666667
-    g = g * r + 0.5
+    r2 = r * r  # the terms of degree >= 2 by Estrin's scheme, then two Horner steps (where the
+    r4 = r2 * r2  # rounding matters): a chain of 5 fused multiply-adds, not 10 (the loops are
+    e23 = _fma(0.008333333333326141, r, 0.04166666666666667)  # latency-bound: tanh over
+    e45 = _fma(0.00019841269874800694, r, 0.0013888888888883752)  # rows, 1.36 -> 1.14 ns)
+    e67 = _fma(2.755725542549107e-06, r, 2.480158732553351e-05)
+    e89 = _fma(2.5105206480259365e-08, r, 2.755727366116628e-07)
+    f25 = _fma(e45, r2, e23)
+    f69 = _fma(e89, r2, e67)
+    h = _fma(_fma(2.0914679452495193e-09, r4, f69), r4, f25)
+    g = _fma(_fma(h, r, 0.1666666666666667), r, 0.5)
     return k, r, r_err, g
 
 
@@ -372,10 +372,11 @@ def vtanh(x: float) -> float:
     m_lo = m_lo * scale
     d = 2.0 + m_hi  # 2 + m in double-double (|m| < 1)
     d_lo = ((2.0 - d) + m_hi) + m_lo
-    q = m_hi / d
+    r = 1.0 / d  # one division: q and its correction are products by 1/d
+    q = m_hi * r
     p = q * d  # q * d exactly as p + p_err
     p_err = _mul_error(q, d, p)
-    q = q + ((((m_hi - p) - p_err) + m_lo) - q * d_lo) / d
+    q = q + ((((m_hi - p) - p_err) + m_lo) - q * d_lo) * r
     t = _where(x < 0.0, q, -q)
     return _where(x == 0.0, x, t)  # keeps -0.0
 
