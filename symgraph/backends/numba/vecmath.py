@@ -8,8 +8,9 @@ LLVM cannot vectorise a loop that calls libm, so ``out[j] = math.exp(x[j])`` cos
 alwaysinline): LLVM's own inliner refuses bodies the size of sin/erf, and Numba's IR-level
 ``inline="always"`` re-types the body at every call site (~0.12 s each for vsin). Selects go
 through `_where`: Numba compiles if-expressions to branches, which stop the vectoriser.
-They keep IEEE semantics (no fastmath, no FMA) and give NumPy's answers at edge points (nan,
-inf, signed zeros, overflow, subnormals).
+They keep IEEE semantics (no fastmath; fused multiply-adds only where written, `_fma` and
+`_mul_error`) and give NumPy's answers at edge points (nan, inf, signed zeros, overflow,
+subnormals).
 
 Methods: an argument reduction exact enough for the result (Cody-Waite with split constants,
 integer scaling by 2**n through bit casts), then a polynomial whose leading terms are added in
@@ -352,7 +353,8 @@ def _expm1_kernel(x):
 
 @njit(error_model="numpy", forceinline=True)
 def vexpm1(x: float) -> float:
-    """expm1(x) = exp(x) - 1, by `_expm1_kernel`. Max error 0.92 ulp (40,000 points)."""
+    """expm1(x) = exp(x) - 1, by `_expm1_kernel`. Max error 0.97 ulp (75,000 points, at
+    x = 37.35)."""
     xc = _where(x > 710.0, 710.0, x)  # overflows to inf by scaling
     xc = _where(xc < -45.0, -45.0, xc)  # expm1(-45) rounds to -1
     y, y_lo, s1, s2 = _expm1_kernel(xc)
@@ -364,7 +366,8 @@ def vtanh(x: float) -> float:
     """tanh(x) = -m / (2 + m) with m = expm1(-2|x|) as a double-double from `_expm1_kernel`, and
     the quotient corrected once with an exact product (q * d - p by one fused multiply-add,
     `_mul_error`: the value of Dekker's split, in one instruction): no cancellation at any x.
-    Max error 0.72 ulp (40,000 points vs mpmath)."""
+    One division: q and its correction are products by 1/d. Max error 0.77 ulp (321,000
+    points vs mpmath)."""
     a = _where(abs(x) > 20.0, 20.0, abs(x))  # tanh(20) rounds to 1; nan stays nan
     m_hi, m_lo, s1, s2 = _expm1_kernel(-2.0 * a)
     scale = s1 * s2  # 2**n >= 2**-58, exact: so are the products
