@@ -1,6 +1,7 @@
 """Kernels come back from Numba's on-disk cache in a fresh process without Numba's per-process
 registry refresh (symgraph.backends.numba.cache), and with the very same numbers; a cache missing
-its machine code falls back to the usual path."""
+its machine code falls back to the usual path; compiling them refreshes Numba lightly (without
+linalg's SciPy: backends.numba.runtime.refresh), and user code compiled after that still works."""
 
 import json
 import os
@@ -24,18 +25,24 @@ fn = sg.compile(sg.exp(x * y) + x**3 / y + sg.sin(y), [x, y], cache_dir=sys.argv
 value, grad = fn.value_and_grad(0.5, 1.5)
 X = np.linspace(0.1, 2.0, 40).reshape(20, 2)
 values, grads = fn.value_and_grad(X)
+linalg = "scipy.linalg" in sys.modules  # what Numba's full refresh imports (numba.np.linalg)
 tape = sg.compile(sg.exp(x * y) + x**3 / y + sg.sin(y), [x, y], strategy="tape")
 tape_values, tape_grads = tape.value_and_grad(X)
 from symgraph.backends.tape import interpreter as tape_interpreter
 from symgraph.backends.tape import passes as tape_passes
+refreshed = builtin_registry in cpu_target.target_context._registries
+typed_arrays = "numpy.ma" in sys.modules  # numba.typeof of an array imports numpy.ma
+from numba import njit
+user_dot = njit(lambda a: np.dot(a, a))(np.ones(3))  # user code after symgraph's compiles
 print(json.dumps({
+    "linalg": linalg, "user_dot": user_dot,
     "tape": [v.hex() for v in np.concatenate([tape_values, tape_grads.ravel()])],
     "tape_preloaded": sorted(d.__name__ for m in (tape_interpreter, tape_passes)
                              for d in numba_cache.dispatchers_of(m) if d.overloads),
     "value": value.hex(), "grad": [g.hex() for g in grad],
     "batch": [v.hex() for v in np.concatenate([values, grads.ravel()])],
-    "refreshed": builtin_registry in cpu_target.target_context._registries,
-    "typed_arrays": "numpy.ma" in sys.modules,  # numba.typeof of an array imports numpy.ma
+    "refreshed": refreshed,  # (before the user's own compile, which refreshes)
+    "typed_arrays": typed_arrays,
     "preloaded": sorted(d.__name__ for d in numba_cache.dispatchers_of(fn.module)
                         if d.overloads),
 }))
@@ -58,6 +65,8 @@ def first_run(tmp_path_factory) -> tuple[Path, dict]:
 def test_a_fresh_process_runs_cached_kernels_without_numbas_registry_refresh(first_run):
     cache, first = first_run
     assert first["refreshed"]  # the first process compiled, which refreshes
+    assert not first["linalg"]  # ... lightly (runtime.refresh): no SciPy for BLAS
+    assert first["user_dot"] == 3.0  # and the user's own np.dot compiles as usual after it
     again = _run(cache)
     assert not again["refreshed"]
     assert first["typed_arrays"]  # compiling typed the arguments
@@ -163,3 +172,20 @@ def test_cached_machine_code_is_dropped_when_a_file_it_inlines_changes(tmp_path,
     assert drop_if_changed([f], [dependency])
     assert not f._cache._cache_file._load_index()
     assert not drop_if_changed([f], [dependency])
+
+
+def test_a_kernel_needing_more_than_the_light_refresh_compiles_again_with_all_of_numba():
+    # In a fresh process (Numba not yet refreshed): np.dot is linalg's, which the light
+    # first refresh (backends.numba.runtime.refresh) leaves out, so the compile inside it
+    # fails (in a function the kernel calls, as a user function's implementation would) and
+    # resolve compiles again outside it, with every registry loaded.
+    script = ("import numpy as np\n"
+              "from numba import njit\n"
+              "from symgraph.backends.numba.cache import resolve\n"
+              "inner = njit(lambda a: np.dot(a, a))\n"
+              "entry = resolve(njit(lambda a: inner(a) + 1.0), (np.empty(0),))\n"
+              "print(entry(np.arange(4.0)))\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert float(done.stdout.split()[-1]) == 15.0

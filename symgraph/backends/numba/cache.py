@@ -202,19 +202,46 @@ def entry_point(dispatcher: Any, args: tuple) -> Callable[..., Any] | None:
 def resolve(dispatcher: Any, stand_ins: tuple) -> Callable[..., Any]:
     """`dispatcher`'s entry point for the plain types of `stand_ins`: from the on-disk cache,
     else compiled for exactly that signature (however the first real arguments look: a
-    read-only input would make the dispatcher compile a second one). The dispatcher itself
-    when that fails, or for a plain Python function."""
+    read-only input would make the dispatcher compile a second one), Numba's first refresh
+    kept light (runtime.refresh). The dispatcher itself when that fails, or for a plain
+    Python function."""
     if not hasattr(dispatcher, "overloads"):
         return dispatcher
     preload((dispatcher,))
     entry = entry_point(dispatcher, stand_ins)
     if entry is None:
+        signature = tuple(_plain_type(a) for a in stand_ins)
+        from .runtime.refresh import light
+
         try:
-            dispatcher.compile(tuple(_plain_type(a) for a in stand_ins))
-        except Exception:  # noqa: BLE001 - e.g. a signature it cannot take: its usual path
-            return dispatcher
+            with light():  # Numba's first refresh without what kernels never use
+                dispatcher.compile(signature)
+        except Exception:  # noqa: BLE001 - compiled again with all of Numba loaded
+            _forget_failures(dispatcher)
+            try:
+                dispatcher.compile(signature)
+            except Exception:  # noqa: BLE001 - e.g. a signature it cannot take: its usual path
+                return dispatcher
         entry = entry_point(dispatcher, stand_ins)
     return entry or dispatcher
+
+
+def _forget_failures(dispatcher: Any) -> None:
+    """Forget the typing failures Numba's dispatchers remember per signature (this one's, and
+    those of functions it calls, such as a user function's implementation), so that a compile
+    that failed inside `runtime.refresh.light` is tried again, not answered from memory."""
+    import gc  # (a rare path: a walk over the heap's objects is affordable here)
+
+    try:
+        from numba.core.dispatcher import Dispatcher
+
+        others = [o for o in gc.get_objects() if isinstance(o, Dispatcher)]
+    except Exception:  # noqa: BLE001 - another Numba: this dispatcher's only
+        others = []
+    for d in [dispatcher, *others]:
+        failed = getattr(getattr(d, "_compiler", None), "_failed_cache", None)
+        if isinstance(failed, dict):
+            failed.clear()
 
 
 class Entry:

@@ -1,5 +1,5 @@
-"""The select, bit casts and exact product error vecmath's functions are built of, each one
-LLVM instruction.
+"""The select, bit casts, fused multiply-add and exact product error vecmath's functions are
+built of, each one LLVM instruction.
 
 Part of the runtime adapter (they are intrinsics: llvmlite's builder, Numba's contexts). When
 the adapter cannot use Numba's internals, they are plain ``@njit`` functions with the same
@@ -45,6 +45,14 @@ if LOWERED:
             return builder.fma(args[0], args[1], builder.fneg(args[2]))
         return types.float64(types.float64, types.float64, types.float64), codegen
 
+    @intrinsic
+    def _fma(typingctx, a, b, c):
+        """a * b + c with one rounding (LLVM's fma, as `_mul_error`): a polynomial's Horner
+        step in one instruction instead of two."""
+        def codegen(context, builder, sig, args):
+            return builder.fma(args[0], args[1], args[2])
+        return types.float64(types.float64, types.float64, types.float64), codegen
+
 else:
     import numpy as np
 
@@ -70,3 +78,14 @@ else:
         b1 = h - (h - b)
         b2 = b - b1
         return ((a1 * b1 - p) + a1 * b2 + a2 * b1) + a2 * b2
+
+    @njit(error_model="numpy", forceinline=True)
+    def _fma(a, b, c):
+        # a * b + c from the exact product (p + e) and an exact sum (s + z): the fma's value
+        # but where rounding (s + z) + e twice lands on a tie (the polynomials' last bits)
+        p = a * b
+        e = _mul_error(a, b, p)
+        s = p + c
+        v = s - p
+        z = (p - (s - v)) + (c - v)
+        return s + (z + e)
