@@ -94,7 +94,7 @@ def test_a_thread_finding_a_kernel_preloaded_finds_its_machine_code_there(monkey
 
     started, loaded = threading.Event(), []
 
-    def slow_load(dispatcher, rtsys):
+    def slow_load(dispatcher):
         started.set()
         time.sleep(0.2)
         loaded.append(dispatcher)

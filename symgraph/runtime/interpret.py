@@ -109,14 +109,23 @@ class Pending:
     time reaches the switch's cost, then `compiled()` (the straight-line Build's kernels).
     `cached()` says whether Numba's cache holds them (a load, not a compile)."""
 
-    def __init__(self, name: str, ops: int, interpreter: Any,
+    def __init__(self, name: str, ops: int, interpreter: Callable[[], Any],
                  compiled: Callable[[], Any], cached: Callable[[], bool]) -> None:
         self.name, self.ops = name, max(1, ops)
-        self._row = getattr(interpreter, name + "_row")
-        self._batch = getattr(interpreter, name + "_batch")
+        self._interpreter = interpreter  # the Python module, imported on the first use
         self._compiled, self._cached = compiled, cached
         self.lost_ns = 0.0  # interpreted work so far, as time lost against compiled kernels
         self.built: Any = None  # the straight-line Build, once switched
+
+    def _row(self, x: list, out: np.ndarray) -> None:
+        """The interpreter's row kernel (its module imported on the first call, which puts
+        the module's function in this method's place)."""
+        self._row = getattr(self._interpreter(), self.name + "_row")
+        self._row(x, out)
+
+    def _batch(self, X: np.ndarray, OUT: np.ndarray) -> None:
+        self._batch = getattr(self._interpreter(), self.name + "_batch")
+        self._batch(X, OUT)
 
     def _budget_ns(self) -> float:
         return switch_ms(self.ops, self._cached()) * 1e6
