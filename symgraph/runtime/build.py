@@ -133,12 +133,13 @@ def tape_module(folder: Path, key: str, programs: Sequence[Program]) -> Any:
     """The TapeModule of `programs`, their tapes read back from the cache folder, or built on
     first use (and kept there): compile, then a gradient, builds the gradient's tape alone.
     An op the interpreter lacks is refused now."""
-    from ..backends.tape.builder import build_tape, check_tape_ops
     from ..backends.tape.interpreter import interpreter_for
     from ..backends.tape.module import DeferredTape, TapeModule
 
     @bulk
     def make(program: Program, interpreter: Any):
+        from ..backends.tape.builder import build_tape
+
         tape = build_tape(program, interpreter)
         save_tape(folder, key, tape)
         return tape
@@ -147,7 +148,9 @@ def tape_module(folder: Path, key: str, programs: Sequence[Program]) -> Any:
     tapes = []
     for program in programs:
         tape = load_tape(folder, key, program)
-        if tape is None:
+        if tape is None:  # (the builder imported only then: tapes read back need none of it)
+            from ..backends.tape.builder import check_tape_ops
+
             check_tape_ops(program, interpreter)
             tape = DeferredTape(program.name, functools.partial(make, program, interpreter))
         tapes.append(tape)

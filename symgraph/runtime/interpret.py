@@ -50,10 +50,15 @@ COMPILED_ROW_CALL_NS, COMPILED_ROW_NS_PER_OP, COMPILED_NS_PER_OP = 300.0, 0.5, 0
 # What switching costs: Numba's compile of a kernel (FIT: rows 40-1,150 ms at load ~4 and
 # 85-2,000 ms at ~8 for 15-3,750 operations; batch chunk kernels 150-2,400 ms, but none for
 # programs whose batches run on the tape's lanes), and the first compile of a process pays
-# Numba's own set-up (its typing and target contexts, ~0.4 s); a load from Numba's cache, and
-# the first load of a process the runtime's set-up (~30-80 ms).
+# Numba's own set-up (its typing and target contexts, ~0.4 s). A load from Numba's cache reads
+# and links each kernel's machine code (LOAD_MS + LOAD_MS_PER_OP * ops: 1-5 ms), and the first
+# load of a process imports the module with symgraph's Numba runtime and vecmath and starts
+# Numba's runtime from the copy backends.numba.startup keeps: FIT families (gauss_loglik@24,
+# weibull@14, arrhenius@31, gauss_loglik@259, weibull@148, fpu_chain@125) at load average ~4,
+# 10-25 ms for the first load of ~100-operation programs, 20-50 ms at ~1,000 (it was 30-80 ms
+# before the runtime's start was kept and kernels were read on first call).
 COMPILE_MS, COMPILE_MS_PER_OP, FIRST_COMPILE_MS = 150.0, 0.25, 400.0
-LOAD_MS, FIRST_LOAD_MS = 5.0, 80.0
+LOAD_MS, LOAD_MS_PER_OP, FIRST_LOAD_MS = 2.0, 0.004, 15.0
 # NumPy runs an interpreted batch in blocks of this many rows: each step's temporary then
 # stays in the CPU's cache (and in malloc's heap: 20,000 float64s are past glibc's mmap
 # threshold, so every step of an unblocked batch maps and faults in fresh pages). Fitted on
@@ -85,7 +90,7 @@ def _numba_started() -> bool:
 def switch_ms(ops: int, cached: bool) -> float:
     """The estimated cost of getting one compiled kernel of `ops` operations."""
     if cached:
-        return LOAD_MS + (0.0 if _numba_started() else FIRST_LOAD_MS)
+        return LOAD_MS + LOAD_MS_PER_OP * ops + (0.0 if _numba_started() else FIRST_LOAD_MS)
     first = 0.0 if _compiled_in_process[0] else FIRST_COMPILE_MS
     return COMPILE_MS + COMPILE_MS_PER_OP * ops + first
 
