@@ -13,6 +13,10 @@ import pytest
 SCRIPT = """
 import json, sys
 import numpy as np
+from numba.core.runtime import nrtdynmod
+built_runtime = []  # Numba's runtime functions built (not read back from the kept copy)
+make_runtime = nrtdynmod.create_nrt_module
+nrtdynmod.create_nrt_module = lambda ctx: built_runtime.append(1) or make_runtime(ctx)
 import symgraph as sg
 from numba.core.imputils import builtin_registry  # which Numba's refresh installs
 from numba.core.registry import cpu_target
@@ -38,13 +42,16 @@ print(json.dumps({
     "typed_arrays": "numpy.ma" in sys.modules,  # numba.typeof of an array imports numpy.ma
     "preloaded": sorted(d.__name__ for d in numba_cache.dispatchers_of(fn.module)
                         if d.overloads),
+    "runtime_built": bool(built_runtime),
 }))
 """
 
 
 def _run(cache: Path) -> dict:
+    # (the cache folder is the default one too: where the runtime's kept copy lives)
     done = subprocess.run([sys.executable, "-c", SCRIPT, str(cache)], capture_output=True,
-                          text=True, timeout=300)
+                          text=True, timeout=300, env={**os.environ, "SYMGRAPH_CACHE_DIR":
+                                                        str(cache)})
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.splitlines()[-1])
 
@@ -63,6 +70,10 @@ def test_a_fresh_process_runs_cached_kernels_without_numbas_registry_refresh(fir
     assert first["typed_arrays"]  # compiling typed the arguments
     assert not again["typed_arrays"]  # cached kernels were called through their entry points
     assert {"value_grad_point", "value_grad_chunks"} <= set(again["preloaded"])
+    # Kernels are read on their first call: the value kernels, never called, stay unread.
+    assert not {"value_row", "value_chunks", "value_point"} & set(again["preloaded"])
+    # Numba's runtime: built by the first process (and kept), read back by the second.
+    assert first["runtime_built"] and not again["runtime_built"]
     assert "run_batch" in again["tape_preloaded"]  # (its tape is read back: no passes to run)
     for key in ("value", "grad", "batch", "tape"):
         assert again[key] == first[key]
@@ -78,8 +89,16 @@ def test_a_cache_missing_its_machine_code_falls_back_to_numbas_usual_path(first_
     assert data
     for path in data:
         path.unlink()
+    [kept] = cache.glob("nrt-*.bin")  # the runtime's kept copy, damaged too: built again
+    damaged = bytearray(kept.read_bytes())
+    damaged[-1] ^= 1
+    kept.write_bytes(bytes(damaged))
     again = _run(cache)
     assert again["refreshed"]  # compiled again, the usual way
+    assert again["runtime_built"]
+    from symgraph.backends.numba.startup import _read
+
+    assert _read(kept) is not None  # written anew, whole
     for key in ("value", "grad", "batch"):
         assert again[key] == first[key]
 
