@@ -32,7 +32,7 @@ tape = sg.compile(sg.exp(x * y) + x**3 / y + sg.sin(y), [x, y], strategy="tape")
 tape_values, tape_grads = tape.value_and_grad(X)
 from symgraph.backends.tape import interpreter as tape_interpreter
 from symgraph.backends.tape import passes as tape_passes
-print(json.dumps({
+ran = {
     "tape": [v.hex() for v in np.concatenate([tape_values, tape_grads.ravel()])],
     "tape_preloaded": sorted(d.__name__ for m in (tape_interpreter, tape_passes)
                              for d in numba_cache.dispatchers_of(m) if d.overloads),
@@ -43,13 +43,23 @@ print(json.dumps({
     "preloaded": sorted(d.__name__ for d in numba_cache.dispatchers_of(fn.module)
                         if d.overloads),
     "runtime_built": bool(built_runtime),
-}))
+}
+if len(sys.argv) > 2:  # a jitted caller of a kernel read back links it in (its bitcode, parsed now)
+    from numba import njit
+    row = fn.module.value_grad_row
+    @njit
+    def caller(v):
+        o = np.empty(3)
+        row(v, o)
+        return o
+    ran["linked"] = [v.hex() for v in caller(np.array([0.5, 1.5]))]
+print(json.dumps(ran))
 """
 
 
-def _run(cache: Path) -> dict:
+def _run(cache: Path, *extra: str) -> dict:
     # (the cache folder is the default one too: where the runtime's kept copy lives)
-    done = subprocess.run([sys.executable, "-c", SCRIPT, str(cache)], capture_output=True,
+    done = subprocess.run([sys.executable, "-c", SCRIPT, str(cache), *extra], capture_output=True,
                           text=True, timeout=300, env={**os.environ, "SYMGRAPH_CACHE_DIR":
                                                         str(cache)})
     assert done.returncode == 0, done.stderr
@@ -65,8 +75,9 @@ def first_run(tmp_path_factory) -> tuple[Path, dict]:
 def test_a_fresh_process_runs_cached_kernels_without_numbas_registry_refresh(first_run):
     cache, first = first_run
     assert first["refreshed"]  # the first process compiled, which refreshes
-    again = _run(cache)
+    again = _run(cache, "link")
     assert not again["refreshed"]
+    assert again["linked"] == [again["value"], *again["grad"]]
     assert first["typed_arrays"]  # compiling typed the arguments
     assert not again["typed_arrays"]  # cached kernels were called through their entry points
     assert {"value_grad_point", "value_grad_chunks"} <= set(again["preloaded"])

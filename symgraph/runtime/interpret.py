@@ -59,6 +59,10 @@ COMPILED_ROW_CALL_NS, COMPILED_ROW_NS_PER_OP, COMPILED_NS_PER_OP = 300.0, 0.5, 0
 # before the runtime's start was kept and kernels were read on first call).
 COMPILE_MS, COMPILE_MS_PER_OP, FIRST_COMPILE_MS = 150.0, 0.25, 400.0
 LOAD_MS, LOAD_MS_PER_OP, FIRST_LOAD_MS = 2.0, 0.004, 15.0
+# A program whose batches run on the tape's lanes (too big for lane kernels, heavy in exp/log)
+# loads the tape's interpreter at its first compiled batch too, the first time in a process
+# (its module's ~90 cache=True functions and its machine code: weibull@148, ~30 ms at load ~4).
+FIRST_TAPE_LOAD_MS = 30.0
 # NumPy runs an interpreted batch in blocks of this many rows: each step's temporary then
 # stays in the CPU's cache (and in malloc's heap: 20,000 float64s are past glibc's mmap
 # threshold, so every step of an unblocked batch maps and faults in fresh pages). Fitted on
@@ -112,11 +116,13 @@ def batch_loss_ns(ops: int, rows: int) -> float:
 class Pending:
     """The switch of one program's kernels: the interpreter's row and batch until the lost
     time reaches the switch's cost, then `compiled()` (the straight-line Build's kernels).
-    `cached()` says whether Numba's cache holds them (a load, not a compile)."""
+    `cached()` says whether Numba's cache holds them (a load, not a compile); `on_tape`,
+    whether its compiled batches run on the tape's lanes."""
 
     def __init__(self, name: str, ops: int, interpreter: Callable[[], Any],
-                 compiled: Callable[[], Any], cached: Callable[[], bool]) -> None:
-        self.name, self.ops = name, max(1, ops)
+                 compiled: Callable[[], Any], cached: Callable[[], bool],
+                 on_tape: bool = False) -> None:
+        self.name, self.ops, self.on_tape = name, max(1, ops), on_tape
         self._interpreter = interpreter  # the Python module, imported on the first use
         self._compiled, self._cached = compiled, cached
         self.lost_ns = 0.0  # interpreted work so far, as time lost against compiled kernels
@@ -185,7 +191,10 @@ class Pending:
         if self.built is not None:
             return False
         loss = batch_loss_ns(self.ops, X.shape[0])
-        if self.lost_ns + loss >= self._budget_ns():
+        budget = self._budget_ns()
+        if self.on_tape and "symgraph.backends.tape.standard" not in sys.modules:
+            budget += FIRST_TAPE_LOAD_MS * 1e6  # (its batches need the tape's interpreter)
+        if self.lost_ns + loss >= budget:
             return False  # (a batch that alone would lose the switch's cost switches at once)
         self.lost_ns += loss
         return True

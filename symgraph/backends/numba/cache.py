@@ -33,7 +33,7 @@ import numpy as np
 
 from ..files import read_text
 from .cache_files import checked
-from .startup import start_runtime
+from .startup import lazy_libraries, start_runtime
 
 _done: set[int] = set()  # ids of dispatchers already preloaded (they live as long as modules)
 _lock = threading.Lock()
@@ -86,10 +86,13 @@ def load_on_first_call(dispatchers: Iterable[Any]) -> None:
 
         def first(*args: Any, _dispatcher: Any = dispatcher, _usual: Any = usual,
                   **named: Any) -> Any:
+            # (Numba's dispatcher calls what this returns: the machine code for `args`)
             vars(_dispatcher).pop("_compile_for_args", None)  # once: from now on Numba's own
-            if preload((_dispatcher,)):
-                return _dispatcher(*args, **named)  # (no match still: Numba compiles)
-            return _usual(*args, **named)
+            if preload((_dispatcher,)) and not named:
+                entry = entry_point(_dispatcher, args)  # plain arguments: no typeof
+                if entry is not None:
+                    return entry
+            return _usual(*args, **named)  # (finds what was loaded, or compiles)
 
         dispatcher._compile_for_args = first
 
@@ -104,8 +107,12 @@ def _load_overloads(dispatcher: Any) -> int:
     start_runtime(context)  # the runtime's symbols (NRT_*), which cached code links against
     loaded = 0
     for key in keys:
-        result = cache._load_overload(key[0], context)  # checks the index's source stamp
+        with lazy_libraries(context.codegen()):  # (its bitcode parsed only if ever needed)
+            result = cache._load_overload(key[0], context)  # checks the index's source stamp
         if result is not None:
+            if not result.objectmode:  # (as Numba's own load: jitted callers can link it in)
+                context.insert_user_function(result.entry_point, result.fndesc,
+                                             [result.library])
             dispatcher.add_overload(result)
             dispatcher._cache_hits[key[0]] += 1  # as Numba counts a load (`stats.cache_hits`)
             loaded += 1

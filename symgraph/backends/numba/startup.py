@@ -17,9 +17,12 @@ load) leaves it to Numba's own `rtsys.initialize`, which compiles them as it alw
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import hashlib
 import struct
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -112,3 +115,82 @@ def _write(path: Path, data: tuple[bytes, bytes]) -> None:
         write_atomically(path, _HEADER + _digest(path, body) + body, sync=False)
     except OSError:  # only the next process's saving lost
         pass
+
+
+# -- cached kernels without parsing their bitcode --------------------------------------------
+# Numba keeps a cached function as its object code plus its LLVM bitcode, and parses the
+# bitcode on every load: it is there to be linked into functions compiled later that call
+# this one, and to list the symbols the object defines. For a kernel nothing else calls, that
+# parse is most of the load (2-20 ms for a 1,000-operation kernel, 40-90 ms for the tape's
+# interpreter). `unserialized_lazily` loads the object code alone; the bitcode is parsed when
+# something asks for the module (a later compile that links the kernel in) or a symbol the
+# engine does not find.
+
+@functools.cache
+def _lazy_class(base: type) -> type:
+    import llvmlite.binding as ll
+
+    class LazyLibrary(base):  # type: ignore[misc, valid-type]
+        """A Numba code library loaded from object code, its bitcode parsed on first use."""
+
+        @property
+        def _shared_module(self) -> Any:
+            module = self.__dict__.get("_sg_module")
+            if module is None and self.__dict__.get("_sg_bitcode") is not None:
+                module = self.__dict__["_sg_module"] = ll.parse_bitcode(
+                    self.__dict__.pop("_sg_bitcode"))
+                self._codegen._engine._load_defined_symbols(module)
+            return module
+
+        @_shared_module.setter
+        def _shared_module(self, module: Any) -> None:
+            self.__dict__["_sg_module"] = module
+
+        def get_pointer_to_function(self, name: str) -> int:
+            self._ensure_finalized()
+            engine = self._codegen._engine
+            if not engine.is_symbol_defined(name):
+                address = engine.get_function_address(name)
+                if address:
+                    return address
+                self._shared_module  # noqa: B018 - its symbols, then as Numba looks
+            return super().get_pointer_to_function(name)
+
+    return LazyLibrary
+
+
+def unserialized_lazily(codegen: Any, state: tuple) -> Any:
+    """`codegen.unserialize_library(state)` for object code, without parsing its bitcode."""
+    name, kind, data = state
+    if kind != "object":
+        return codegen.unserialize_library(state)
+    object_code, bitcode = data
+    library = codegen.create_library(name)
+    library.__class__ = _lazy_class(type(library))
+    library.__dict__.pop("_shared_module", None)  # (the property stands in for it)
+    library.__dict__["_sg_bitcode"] = bitcode
+    library.enable_object_caching()
+    library._set_compiled_object(object_code)
+    library._finalize_final_module()  # an empty module: the engine takes the object code
+    return library
+
+
+@contextlib.contextmanager
+def lazy_libraries(codegen: Any) -> Iterator[None]:
+    """Within: `codegen` loads cached object code with `unserialized_lazily` (hold Numba's
+    compiler lock: every load and compile takes it, so no other thread sees the change)."""
+    if "unserialize_library" in vars(codegen):  # (nested)
+        yield
+        return
+    codegen.unserialize_library = functools.partial(_unserialize, codegen)
+    try:
+        yield
+    finally:
+        del codegen.unserialize_library
+
+
+def _unserialize(codegen: Any, state: tuple) -> Any:
+    try:
+        return unserialized_lazily(codegen, state)
+    except Exception:  # noqa: BLE001 - another Numba's internals: its own way
+        return type(codegen).unserialize_library(codegen, state)
