@@ -247,8 +247,8 @@ class Deferred:
         # call: a call that loads the compiled kernels at once never needs it.
         on_tape = record.get("on_tape") or ()  # (decided and kept by an earlier process)
         self.pending = {p.name: Pending(p.name, p.op_count, lambda: self.interpreter,
-                                        self.straight, lambda: cached, p.name in on_tape)
-                        for p in programs}
+                                        self.straight, lambda: cached, p.name in on_tape,
+                                        lambda p=p: p.cost) for p in programs}
         self.rows: dict[str, Kernel] = {n: p.row for n, p in self.pending.items()}
         self.batches: dict[str, Kernel] = {n: p.batch for n, p in self.pending.items()}
         self.threaded: dict[str, Kernel] = {n: p.threaded for n, p in self.pending.items()}

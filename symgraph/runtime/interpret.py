@@ -51,14 +51,16 @@ COMPILED_ROW_CALL_NS, COMPILED_ROW_NS_PER_OP, COMPILED_NS_PER_OP = 300.0, 0.5, 0
 # 85-2,000 ms at ~8 for 15-3,750 operations; batch chunk kernels 150-2,400 ms, but none for
 # programs whose batches run on the tape's lanes), and the first compile of a process pays
 # Numba's own set-up (its typing and target contexts, ~0.4 s). A load from Numba's cache reads
-# and links each kernel's machine code (LOAD_MS + LOAD_MS_PER_OP * ops: 1-5 ms), and the first
-# load of a process imports the module with symgraph's Numba runtime and vecmath and starts
-# Numba's runtime from the copy backends.numba.startup keeps: FIT families (gauss_loglik@24,
-# weibull@14, arrhenius@31, gauss_loglik@259, weibull@148, fpu_chain@125) at load average ~4,
-# 10-25 ms for the first load of ~100-operation programs, 20-50 ms at ~1,000 (it was 30-80 ms
-# before the runtime's start was kept and kernels were read on first call).
+# and links each kernel's machine code (LOAD_MS + LOAD_MS_PER_OP * ops), and the first load of
+# a process imports the module with symgraph's Numba runtime and vecmath (Numba's target
+# context with them) and starts Numba's runtime from the copy backends.numba.startup keeps.
+# Fitted on the 14 FIT families at ~100 operations in warm processes at load average 4-6,
+# each run twice both ways: loading took 32-58 ms in all, ~32 + 0.018 per operation of the
+# value+gradient program beyond the build; the interpreted first batch (20,000 points) 17-82 ms,
+# ~2.9 ns per point and unit of `Program.cost` (rms error 9.7 ms, against 15.6 per operation:
+# hence the batch loss counts cost, not operations).
 COMPILE_MS, COMPILE_MS_PER_OP, FIRST_COMPILE_MS = 150.0, 0.25, 400.0
-LOAD_MS, LOAD_MS_PER_OP, FIRST_LOAD_MS = 2.0, 0.004, 15.0
+LOAD_MS, LOAD_MS_PER_OP, FIRST_LOAD_MS = 2.0, 0.015, 30.0
 # A program whose batches run on the tape's lanes (too big for lane kernels, heavy in exp/log)
 # loads the tape's interpreter at its first compiled batch too, the first time in a process
 # (its module's ~90 cache=True functions and its machine code: weibull@148, ~30 ms at load ~4).
@@ -106,11 +108,15 @@ def row_loss_ns(ops: int, inputs: int = 0) -> float:
             + (INTERP_ROW_NS_PER_OP - COMPILED_ROW_NS_PER_OP) * ops)
 
 
-def batch_loss_ns(ops: int, rows: int) -> float:
-    """What one interpreted batch call of `rows` points loses against the compiled one."""
+def batch_loss_ns(ops: int, rows: int, cost: int | None = None) -> float:
+    """What one interpreted batch call of `rows` points loses against the compiled one: a
+    NumPy call per operation and block, and per point the program's `cost` (operations
+    weighted by the op table's cost: NumPy's exp or sin takes several times an add per
+    element; `ops` when not given)."""
     blocks = -(-rows // INTERP_BLOCK_ROWS)
     return (INTERP_BATCH_CALL_NS_PER_OP * ops * blocks
-            + (INTERP_BATCH_NS_PER_OP - COMPILED_NS_PER_OP) * ops * rows)
+            + (INTERP_BATCH_NS_PER_OP - COMPILED_NS_PER_OP) * (ops if cost is None else cost)
+            * rows)
 
 
 class Pending:
@@ -121,12 +127,20 @@ class Pending:
 
     def __init__(self, name: str, ops: int, interpreter: Callable[[], Any],
                  compiled: Callable[[], Any], cached: Callable[[], bool],
-                 on_tape: bool = False) -> None:
+                 on_tape: bool = False, cost: Callable[[], int] | None = None) -> None:
         self.name, self.ops, self.on_tape = name, max(1, ops), on_tape
+        self._cost, self._cost_of = None, cost  # (the program's weighted cost, on first use)
         self._interpreter = interpreter  # the Python module, imported on the first use
         self._compiled, self._cached = compiled, cached
         self.lost_ns = 0.0  # interpreted work so far, as time lost against compiled kernels
         self.built: Any = None  # the straight-line Build, once switched
+
+    @property
+    def cost(self) -> int:
+        """The program's `Program.cost` (its operations when not given), taken once."""
+        if self._cost is None:
+            self._cost = self.ops if self._cost_of is None else max(1, self._cost_of())
+        return self._cost
 
     def _row(self, x: list, out: np.ndarray) -> None:
         """The interpreter's row kernel (its module imported on the first call, which puts
@@ -190,7 +204,7 @@ class Pending:
         """Whether this batch runs interpreted (counting it), else the switch is made."""
         if self.built is not None:
             return False
-        loss = batch_loss_ns(self.ops, X.shape[0])
+        loss = batch_loss_ns(self.ops, X.shape[0], self.cost)
         budget = self._budget_ns()
         if self.on_tape and "symgraph.backends.tape.standard" not in sys.modules:
             budget += FIRST_TAPE_LOAD_MS * 1e6  # (its batches need the tape's interpreter)
