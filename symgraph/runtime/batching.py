@@ -86,10 +86,10 @@ def thread_count(rows: int, min_rows: int = MIN_ROWS_PER_THREAD) -> int:
     """Threads for a batch of `rows`: Numba's setting, at most one per `min_rows` rows."""
     if rows < 2 * min_rows:
         return 1
-    return max(1, min(_numba_threads(), rows // min_rows))
+    return max(1, min(numba_threads(), rows // min_rows))
 
 
-def _numba_threads() -> int:
+def numba_threads() -> int:
     """Numba's thread setting (`numba.get_num_threads`), without starting its threading layer
     (2-15 ms) when it has not started: until then no `set_num_threads` has run, so the
     setting is still ``NUMBA_NUM_THREADS`` (symgraph's batches run on threads of its own)."""
