@@ -330,14 +330,15 @@ def test_interpreted_calls_switch_at_the_call_where_their_lost_time_reaches_the_
     made = []
     monkeypatch.setattr(interpret, "switch_ms",
                         lambda ops, cached: 2.5 * interpret.row_loss_ns(ops, 2) / 1e6)
-    pending = interpret.Pending("value_grad", 10, Interpreter, lambda: made.append(1) or Built,
-                                lambda: False)
+    pending = interpret.Pending("value_grad", 10, lambda: Interpreter,
+                                lambda: made.append(1) or Built, lambda: False)
     out = np.empty(1)
     for _ in range(4):
         pending.row(np.ones(2), out)
     assert Interpreter.calls == ["interpreted"] * 2 + ["compiled"] * 2 and made == [1]
     # A batch that alone would lose more than the switch costs switches at once.
-    fresh = interpret.Pending("value_grad", 10, Interpreter, lambda: Built, lambda: False)
+    fresh = interpret.Pending("value_grad", 10, lambda: Interpreter, lambda: Built,
+                              lambda: False)
     Interpreter.calls.clear()
     fresh.batch(np.ones((1000, 2)), np.empty((1000, 1)))
     assert Interpreter.calls == ["compiled batch"]

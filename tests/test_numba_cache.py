@@ -14,6 +14,10 @@ import pytest
 SCRIPT = """
 import json, sys
 import numpy as np
+from numba.core.runtime import nrtdynmod
+built_runtime = []  # Numba's runtime functions built (not read back from the kept copy)
+make_runtime = nrtdynmod.create_nrt_module
+nrtdynmod.create_nrt_module = lambda ctx: built_runtime.append(1) or make_runtime(ctx)
 import symgraph as sg
 from numba.core.imputils import builtin_registry  # which Numba's refresh installs
 from numba.core.registry import cpu_target
@@ -30,28 +34,38 @@ tape = sg.compile(sg.exp(x * y) + x**3 / y + sg.sin(y), [x, y], strategy="tape")
 tape_values, tape_grads = tape.value_and_grad(X)
 from symgraph.backends.tape import interpreter as tape_interpreter
 from symgraph.backends.tape import passes as tape_passes
-refreshed = builtin_registry in cpu_target.target_context._registries
-typed_arrays = "numpy.ma" in sys.modules  # numba.typeof of an array imports numpy.ma
-from numba import njit
-user_dot = njit(lambda a: np.dot(a, a))(np.ones(3))  # user code after symgraph's compiles
-print(json.dumps({
-    "linalg": linalg, "user_dot": user_dot,
+ran = {
+    "linalg": linalg,
     "tape": [v.hex() for v in np.concatenate([tape_values, tape_grads.ravel()])],
     "tape_preloaded": sorted(d.__name__ for m in (tape_interpreter, tape_passes)
                              for d in numba_cache.dispatchers_of(m) if d.overloads),
     "value": value.hex(), "grad": [g.hex() for g in grad],
     "batch": [v.hex() for v in np.concatenate([values, grads.ravel()])],
-    "refreshed": refreshed,  # (before the user's own compile, which refreshes)
-    "typed_arrays": typed_arrays,
+    "refreshed": builtin_registry in cpu_target.target_context._registries,
+    "typed_arrays": "numpy.ma" in sys.modules,  # numba.typeof of an array imports numpy.ma
     "preloaded": sorted(d.__name__ for d in numba_cache.dispatchers_of(fn.module)
                         if d.overloads),
-}))
+    "runtime_built": bool(built_runtime),
+}  # (refreshed and typed_arrays: before the user's own compile below, which refreshes)
+from numba import njit
+ran["user_dot"] = njit(lambda a: np.dot(a, a))(np.ones(3))  # user code after symgraph's compiles
+if len(sys.argv) > 2:  # a jitted caller of a kernel read back links it in (its bitcode, parsed now)
+    row = fn.module.value_grad_row
+    @njit
+    def caller(v):
+        o = np.empty(3)
+        row(v, o)
+        return o
+    ran["linked"] = [v.hex() for v in caller(np.array([0.5, 1.5]))]
+print(json.dumps(ran))
 """
 
 
-def _run(cache: Path) -> dict:
-    done = subprocess.run([sys.executable, "-c", SCRIPT, str(cache)], capture_output=True,
-                          text=True, timeout=300)
+def _run(cache: Path, *extra: str) -> dict:
+    # (the cache folder is the default one too: where the runtime's kept copy lives)
+    done = subprocess.run([sys.executable, "-c", SCRIPT, str(cache), *extra], capture_output=True,
+                          text=True, timeout=300, env={**os.environ, "SYMGRAPH_CACHE_DIR":
+                                                        str(cache)})
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.splitlines()[-1])
 
@@ -67,11 +81,16 @@ def test_a_fresh_process_runs_cached_kernels_without_numbas_registry_refresh(fir
     assert first["refreshed"]  # the first process compiled, which refreshes
     assert not first["linalg"]  # ... lightly (runtime.refresh): no SciPy for BLAS
     assert first["user_dot"] == 3.0  # and the user's own np.dot compiles as usual after it
-    again = _run(cache)
+    again = _run(cache, "link")
     assert not again["refreshed"]
+    assert again["linked"] == [again["value"], *again["grad"]]
     assert first["typed_arrays"]  # compiling typed the arguments
     assert not again["typed_arrays"]  # cached kernels were called through their entry points
     assert {"value_grad_point", "value_grad_chunks"} <= set(again["preloaded"])
+    # Kernels are read on their first call: the value kernels, never called, stay unread.
+    assert not {"value_row", "value_chunks", "value_point"} & set(again["preloaded"])
+    # Numba's runtime: built by the first process (and kept), read back by the second.
+    assert first["runtime_built"] and not again["runtime_built"]
     assert "run_batch" in again["tape_preloaded"]  # (its tape is read back: no passes to run)
     for key in ("value", "grad", "batch", "tape"):
         assert again[key] == first[key]
@@ -87,8 +106,16 @@ def test_a_cache_missing_its_machine_code_falls_back_to_numbas_usual_path(first_
     assert data
     for path in data:
         path.unlink()
+    [kept] = cache.glob("nrt-*.bin")  # the runtime's kept copy, damaged too: built again
+    damaged = bytearray(kept.read_bytes())
+    damaged[-1] ^= 1
+    kept.write_bytes(bytes(damaged))
     again = _run(cache)
     assert again["refreshed"]  # compiled again, the usual way
+    assert again["runtime_built"]
+    from symgraph.backends.numba.startup import _read
+
+    assert _read(kept) is not None  # written anew, whole
     for key in ("value", "grad", "batch"):
         assert again[key] == first[key]
 
@@ -103,7 +130,7 @@ def test_a_thread_finding_a_kernel_preloaded_finds_its_machine_code_there(monkey
 
     started, loaded = threading.Event(), []
 
-    def slow_load(dispatcher, rtsys):
+    def slow_load(dispatcher):
         started.set()
         time.sleep(0.2)
         loaded.append(dispatcher)

@@ -18,7 +18,7 @@ from ..lower.products import Product
 from ..lower.programs import build_programs, describe
 from ..lower.schedule import Program
 from ..version import __version__
-from .numba.cache import dispatchers_of, preload
+from .numba.cache import dispatchers_of, load_on_first_call
 from .numba.cache_files import checked
 from .numba.emit import emit_numba, emit_numba_standalone
 from .python import emit_python
@@ -63,9 +63,15 @@ class Backend:
 
 
 def _load_numba(module: ModuleType) -> None:
-    # The entry points' cached machine code, without Numba's per-process set-up.
-    checked(dispatchers_of(module))  # every kernel's cache files: damaged ones compile again
-    preload(dispatchers_of(module, ("_row", "_chunks", "_point")))
+    # The entry points' cached machine code, without Numba's per-process set-up, read when
+    # each is first called (kernels of products never called are never read).
+    kernels = dispatchers_of(module)
+    checked(kernels)  # every kernel's cache files: damaged ones compile again
+    if kernels:  # (kept from a process that compiled: the next one loads it)
+        from .numba.startup import start_runtime
+
+        start_runtime(kernels[0].targetctx)
+    load_on_first_call(dispatchers_of(module, ("_row", "_chunks", "_point")))
 
 
 def _load_python(module: ModuleType) -> None:

@@ -86,9 +86,19 @@ def thread_count(rows: int, min_rows: int = MIN_ROWS_PER_THREAD) -> int:
     """Threads for a batch of `rows`: Numba's setting, at most one per `min_rows` rows."""
     if rows < 2 * min_rows:
         return 1
-    import numba
+    return max(1, min(numba_threads(), rows // min_rows))
 
-    return max(1, min(numba.get_num_threads(), rows // min_rows))
+
+def numba_threads() -> int:
+    """Numba's thread setting (`numba.get_num_threads`), without starting its threading layer
+    (2-15 ms) when it has not started: until then no `set_num_threads` has run, so the
+    setting is still ``NUMBA_NUM_THREADS`` (symgraph's batches run on threads of its own)."""
+    import numba
+    from numba.np.ufunc import parallel
+
+    if not getattr(parallel, "_is_initialized", True):
+        return max(1, int(numba.config.NUMBA_NUM_THREADS))
+    return numba.get_num_threads()
 
 
 def run_shared(kernel: Callable[[np.ndarray, np.ndarray, np.ndarray], int], X: np.ndarray,

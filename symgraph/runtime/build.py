@@ -133,12 +133,13 @@ def tape_module(folder: Path, key: str, programs: Sequence[Program]) -> Any:
     """The TapeModule of `programs`, their tapes read back from the cache folder, or built on
     first use (and kept there): compile, then a gradient, builds the gradient's tape alone.
     An op the interpreter lacks is refused now."""
-    from ..backends.tape.builder import build_tape, check_tape_ops
     from ..backends.tape.interpreter import interpreter_for
     from ..backends.tape.module import DeferredTape, TapeModule
 
     @bulk
     def make(program: Program, interpreter: Any):
+        from ..backends.tape.builder import build_tape
+
         tape = build_tape(program, interpreter)
         save_tape(folder, key, tape)
         return tape
@@ -147,7 +148,9 @@ def tape_module(folder: Path, key: str, programs: Sequence[Program]) -> Any:
     tapes = []
     for program in programs:
         tape = load_tape(folder, key, program)
-        if tape is None:
+        if tape is None:  # (the builder imported only then: tapes read back need none of it)
+            from ..backends.tape.builder import check_tape_ops
+
             check_tape_ops(program, interpreter)
             tape = DeferredTape(program.name, functools.partial(make, program, interpreter))
         tapes.append(tape)
@@ -229,24 +232,41 @@ class Deferred:
         self.programs, self._nodes, self._folder, self._key = programs, nodes, folder, key
         self._record, self._source, self._built = record, source, None
         self.rows_in_place = backend.rows_in_place  # the interpreter reads x first too
-        text = kept_source(folder, record.get("interpreter"))
-        if text is None:
+        name = record.get("interpreter")
+        self._interpreter, self._interpreter_text = None, kept_source(folder, name)
+        if self._interpreter_text is None:  # (rendered now: an op it lacks refuses here)
             outputs, args, _ = nodes
-            text = render_source(programs, outputs, args, BACKENDS["python"],
-                                 described=False)
-        interpreter, path = load_source(text, folder, sync=False)
+            self._interpreter_text = render_source(programs, outputs, args,
+                                                   BACKENDS["python"], described=False)
+            name = Path(self.interpreter.__file__).name
         if not record:  # kept now: a second process interprets without differentiating
-            save_programs(folder, key, programs, strategy=STRAIGHT, interpreter=path.name)
-        self.interpreter = interpreter
+            save_programs(folder, key, programs, strategy=STRAIGHT, interpreter=name)
+        self._interpreter_name = name
         cached = source is not None  # a module made before: Numba's cache likely has it
-        self.pending = {p.name: Pending(p.name, p.op_count, interpreter, self.straight,
-                                        lambda: cached) for p in programs}
+        # Kept from an earlier process, the interpreter's module is imported on its first
+        # call: a call that loads the compiled kernels at once never needs it.
+        on_tape = record.get("on_tape") or ()  # (decided and kept by an earlier process)
+        self.pending = {p.name: Pending(p.name, p.op_count, lambda: self.interpreter,
+                                        self.straight, lambda: cached, p.name in on_tape,
+                                        lambda p=p: p.cost) for p in programs}
         self.rows: dict[str, Kernel] = {n: p.row for n, p in self.pending.items()}
         self.batches: dict[str, Kernel] = {n: p.batch for n, p in self.pending.items()}
         self.threaded: dict[str, Kernel] = {n: p.threaded for n, p in self.pending.items()}
         # Called with the module once the switch has made it (the API binds its one-point
         # functions to that module's point kernels then).
         self.on_switch: list[Callable[[Any], None]] = []
+
+    @property
+    def interpreter(self) -> Any:
+        """The Python backend's module of the programs (imported on first use)."""
+        if self._interpreter is None:
+            from . import interpret
+
+            with interpret.switch_lock:
+                if self._interpreter is None:
+                    self._interpreter = load_source(self._interpreter_text, self._folder,
+                                                    sync=False)[0]
+        return self._interpreter
 
     @property
     def made(self) -> bool:
@@ -281,7 +301,7 @@ class Deferred:
         built = Build(self.backend, STRAIGHT, self.products, programs, module, path, source,
                       self._folder, self._key)
         return _finish(built, record,
-                       interpreter=Path(self.interpreter.__file__).name)
+                       interpreter=self._interpreter_name)
 
     @property
     def module(self) -> Any:

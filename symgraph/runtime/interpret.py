@@ -50,10 +50,21 @@ COMPILED_ROW_CALL_NS, COMPILED_ROW_NS_PER_OP, COMPILED_NS_PER_OP = 300.0, 0.5, 0
 # What switching costs: Numba's compile of a kernel (FIT: rows 40-1,150 ms at load ~4 and
 # 85-2,000 ms at ~8 for 15-3,750 operations; batch chunk kernels 150-2,400 ms, but none for
 # programs whose batches run on the tape's lanes), and the first compile of a process pays
-# Numba's own set-up (its typing and target contexts, ~0.4 s); a load from Numba's cache, and
-# the first load of a process the runtime's set-up (~30-80 ms).
+# Numba's own set-up (its typing and target contexts, ~0.4 s). A load from Numba's cache reads
+# and links each kernel's machine code (LOAD_MS + LOAD_MS_PER_OP * ops), and the first load of
+# a process imports the module with symgraph's Numba runtime and vecmath (Numba's target
+# context with them) and starts Numba's runtime from the copy backends.numba.startup keeps.
+# Fitted on the 14 FIT families at ~100 operations in warm processes at load average 4-6,
+# each run twice both ways: loading took 32-58 ms in all, ~32 + 0.018 per operation of the
+# value+gradient program beyond the build; the interpreted first batch (20,000 points) 17-82 ms,
+# ~2.9 ns per point and unit of `Program.cost` (rms error 9.7 ms, against 15.6 per operation:
+# hence the batch loss counts cost, not operations).
 COMPILE_MS, COMPILE_MS_PER_OP, FIRST_COMPILE_MS = 150.0, 0.25, 400.0
-LOAD_MS, FIRST_LOAD_MS = 5.0, 80.0
+LOAD_MS, LOAD_MS_PER_OP, FIRST_LOAD_MS = 2.0, 0.015, 30.0
+# A program whose batches run on the tape's lanes (too big for lane kernels, heavy in exp/log)
+# loads the tape's interpreter at its first compiled batch too, the first time in a process
+# (its module's ~90 cache=True functions and its machine code: weibull@148, ~30 ms at load ~4).
+FIRST_TAPE_LOAD_MS = 30.0
 # NumPy runs an interpreted batch in blocks of this many rows: each step's temporary then
 # stays in the CPU's cache (and in malloc's heap: 20,000 float64s are past glibc's mmap
 # threshold, so every step of an unblocked batch maps and faults in fresh pages). Fitted on
@@ -85,7 +96,7 @@ def _numba_started() -> bool:
 def switch_ms(ops: int, cached: bool) -> float:
     """The estimated cost of getting one compiled kernel of `ops` operations."""
     if cached:
-        return LOAD_MS + (0.0 if _numba_started() else FIRST_LOAD_MS)
+        return LOAD_MS + LOAD_MS_PER_OP * ops + (0.0 if _numba_started() else FIRST_LOAD_MS)
     first = 0.0 if _compiled_in_process[0] else FIRST_COMPILE_MS
     return COMPILE_MS + COMPILE_MS_PER_OP * ops + first
 
@@ -97,26 +108,49 @@ def row_loss_ns(ops: int, inputs: int = 0) -> float:
             + (INTERP_ROW_NS_PER_OP - COMPILED_ROW_NS_PER_OP) * ops)
 
 
-def batch_loss_ns(ops: int, rows: int) -> float:
-    """What one interpreted batch call of `rows` points loses against the compiled one."""
+def batch_loss_ns(ops: int, rows: int, cost: int | None = None) -> float:
+    """What one interpreted batch call of `rows` points loses against the compiled one: a
+    NumPy call per operation and block, and per point the program's `cost` (operations
+    weighted by the op table's cost: NumPy's exp or sin takes several times an add per
+    element; `ops` when not given)."""
     blocks = -(-rows // INTERP_BLOCK_ROWS)
     return (INTERP_BATCH_CALL_NS_PER_OP * ops * blocks
-            + (INTERP_BATCH_NS_PER_OP - COMPILED_NS_PER_OP) * ops * rows)
+            + (INTERP_BATCH_NS_PER_OP - COMPILED_NS_PER_OP) * (ops if cost is None else cost)
+            * rows)
 
 
 class Pending:
     """The switch of one program's kernels: the interpreter's row and batch until the lost
     time reaches the switch's cost, then `compiled()` (the straight-line Build's kernels).
-    `cached()` says whether Numba's cache holds them (a load, not a compile)."""
+    `cached()` says whether Numba's cache holds them (a load, not a compile); `on_tape`,
+    whether its compiled batches run on the tape's lanes."""
 
-    def __init__(self, name: str, ops: int, interpreter: Any,
-                 compiled: Callable[[], Any], cached: Callable[[], bool]) -> None:
-        self.name, self.ops = name, max(1, ops)
-        self._row = getattr(interpreter, name + "_row")
-        self._batch = getattr(interpreter, name + "_batch")
+    def __init__(self, name: str, ops: int, interpreter: Callable[[], Any],
+                 compiled: Callable[[], Any], cached: Callable[[], bool],
+                 on_tape: bool = False, cost: Callable[[], int] | None = None) -> None:
+        self.name, self.ops, self.on_tape = name, max(1, ops), on_tape
+        self._cost, self._cost_of = None, cost  # (the program's weighted cost, on first use)
+        self._interpreter = interpreter  # the Python module, imported on the first use
         self._compiled, self._cached = compiled, cached
         self.lost_ns = 0.0  # interpreted work so far, as time lost against compiled kernels
         self.built: Any = None  # the straight-line Build, once switched
+
+    @property
+    def cost(self) -> int:
+        """The program's `Program.cost` (its operations when not given), taken once."""
+        if self._cost is None:
+            self._cost = self.ops if self._cost_of is None else max(1, self._cost_of())
+        return self._cost
+
+    def _row(self, x: list, out: np.ndarray) -> None:
+        """The interpreter's row kernel (its module imported on the first call, which puts
+        the module's function in this method's place)."""
+        self._row = getattr(self._interpreter(), self.name + "_row")
+        self._row(x, out)
+
+    def _batch(self, X: np.ndarray, OUT: np.ndarray) -> None:
+        self._batch = getattr(self._interpreter(), self.name + "_batch")
+        self._batch(X, OUT)
 
     def _budget_ns(self) -> float:
         return switch_ms(self.ops, self._cached()) * 1e6
@@ -170,8 +204,11 @@ class Pending:
         """Whether this batch runs interpreted (counting it), else the switch is made."""
         if self.built is not None:
             return False
-        loss = batch_loss_ns(self.ops, X.shape[0])
-        if self.lost_ns + loss >= self._budget_ns():
+        loss = batch_loss_ns(self.ops, X.shape[0], self.cost)
+        budget = self._budget_ns()
+        if self.on_tape and "symgraph.backends.tape.standard" not in sys.modules:
+            budget += FIRST_TAPE_LOAD_MS * 1e6  # (its batches need the tape's interpreter)
+        if self.lost_ns + loss >= budget:
             return False  # (a batch that alone would lose the switch's cost switches at once)
         self.lost_ns += loss
         return True

@@ -28,6 +28,7 @@ from ..backends.files import (  # noqa: F401  (where the runtime's callers find 
     temporary_folder,
     write_atomically,
 )
+from ..backends.numba.cache_files import folders_checked_once
 
 
 def source_digest(source: str) -> str:
@@ -72,6 +73,7 @@ def load_source(source: str, cache_dir: str | os.PathLike | None = None, *,
             path = fallback
             if read_text(path) != source:
                 write_atomically(path, source)
-    module = import_file(f"symgraph_generated_{digest}", path, source)
+    with folders_checked_once():  # (a Numba module's cache=True kernels)
+        module = import_file(f"symgraph_generated_{digest}", path, source)
     module.__source__ = source
     return module, path

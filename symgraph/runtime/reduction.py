@@ -49,9 +49,9 @@ def threads_for(backend: str, parts: int) -> int:
     `MIN_CHUNKS_PER_THREAD` parts."""
     if backend != "numba" or parts < 2 * MIN_CHUNKS_PER_THREAD:
         return 1
-    import numba
+    from .batching import numba_threads  # (without starting Numba's threading layer)
 
-    return max(1, min(numba.get_num_threads(), parts // MIN_CHUNKS_PER_THREAD))
+    return max(1, min(numba_threads(), parts // MIN_CHUNKS_PER_THREAD))
 
 
 def run_parts(task: Any, count: int, threads: int) -> None:

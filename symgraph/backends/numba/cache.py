@@ -33,6 +33,7 @@ import numpy as np
 
 from ..files import read_text
 from .cache_files import checked
+from .startup import lazy_libraries, start_runtime
 
 _done: set[int] = set()  # ids of dispatchers already preloaded (they live as long as modules)
 _lock = threading.Lock()
@@ -54,7 +55,6 @@ def preload(dispatchers: Iterable[Any]) -> int:
     checked(pending)  # a damaged cache file: compiled again, never loaded
     try:
         from numba.core.compiler_lock import global_compiler_lock
-        from numba.core.runtime import rtsys
     except ImportError:
         return 0
     loaded = 0
@@ -63,7 +63,7 @@ def preload(dispatchers: Iterable[Any]) -> int:
             if id(dispatcher) in _done:  # another thread loaded it while this one waited
                 continue
             try:
-                loaded += _load_overloads(dispatcher, rtsys)
+                loaded += _load_overloads(dispatcher)
             except Exception:  # noqa: BLE001 - anything: the first call takes the usual path
                 pass
             # Marked only once loaded: a thread that finds it in `_done` without the lock may
@@ -73,18 +73,46 @@ def preload(dispatchers: Iterable[Any]) -> int:
     return loaded
 
 
-def _load_overloads(dispatcher: Any, rtsys: Any) -> int:
+def load_on_first_call(dispatchers: Iterable[Any]) -> None:
+    """Load each dispatcher's cached overloads (`preload`) when it is first called without a
+    matching one, instead of now: a module's kernels for products nobody calls (its value
+    kernels, when only gradients are asked for) are never read, and Numba's own first call
+    (a full refresh of its contexts, and `numba.typeof` on the arguments) is skipped for the
+    ones that are. A call whose types the cache lacks then takes Numba's usual path."""
+    for dispatcher in dispatchers:
+        if id(dispatcher) in _done or "_compile_for_args" in vars(dispatcher):
+            continue
+        usual = dispatcher._compile_for_args
+
+        def first(*args: Any, _dispatcher: Any = dispatcher, _usual: Any = usual,
+                  **named: Any) -> Any:
+            # (Numba's dispatcher calls what this returns: the machine code for `args`)
+            vars(_dispatcher).pop("_compile_for_args", None)  # once: from now on Numba's own
+            if preload((_dispatcher,)) and not named:
+                entry = entry_point(_dispatcher, args)  # plain arguments: no typeof
+                if entry is not None:
+                    return entry
+            return _usual(*args, **named)  # (finds what was loaded, or compiles)
+
+        dispatcher._compile_for_args = first
+
+
+def _load_overloads(dispatcher: Any) -> int:
     cache, context = dispatcher._cache, dispatcher.targetctx
     magic = context.codegen().magic_tuple()  # this CPU and its features
     keys = [key for key in cache._cache_file._load_index()  # (signature, magic, code hashes)
             if key[1] == magic and key[0] not in dispatcher.overloads]
     if not keys:
         return 0
-    rtsys.initialize(context)  # the runtime's symbols (NRT_*), which cached code links against
+    start_runtime(context)  # the runtime's symbols (NRT_*), which cached code links against
     loaded = 0
     for key in keys:
-        result = cache._load_overload(key[0], context)  # checks the index's source stamp
+        with lazy_libraries(context.codegen()):  # (its bitcode parsed only if ever needed)
+            result = cache._load_overload(key[0], context)  # checks the index's source stamp
         if result is not None:
+            if not result.objectmode:  # (as Numba's own load: jitted callers can link it in)
+                context.insert_user_function(result.entry_point, result.fndesc,
+                                             [result.library])
             dispatcher.add_overload(result)
             dispatcher._cache_hits[key[0]] += 1  # as Numba counts a load (`stats.cache_hits`)
             loaded += 1

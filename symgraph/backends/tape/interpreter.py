@@ -54,7 +54,7 @@ from ...ir.ops import OPS
 from ..files import default_cache_dir, import_file, read_text, write_atomically
 from ..numba import vecmath
 from ..numba.cache import dispatchers_of, drop_if_changed
-from ..numba.cache_files import checked, place_cache
+from ..numba.cache_files import checked, folders_checked_once, place_cache
 from .opcodes import InstructionSet, instruction_set
 
 VECMATH_NAMES = frozenset(name for name in vars(vecmath) if not name.startswith("__"))
@@ -127,7 +127,8 @@ def _of(instructions: InstructionSet) -> Interpreter:
 def _standard() -> Interpreter | None:
     place_cache()  # before its cache=True functions are defined
     try:
-        module = importlib.import_module(".standard", __package__)
+        with folders_checked_once():
+            module = importlib.import_module(".standard", __package__)
     except Exception:  # noqa: BLE001 - missing or broken: tapes run on a generated copy
         return None
     if not isinstance(getattr(module, "TABLE", None), str):

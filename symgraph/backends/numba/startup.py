@@ -1,0 +1,196 @@
+"""Numba's runtime (NRT) started from machine code kept on disk, not compiled in each process.
+
+Before the first kernel of a process runs, cached or not, Numba compiles its runtime's own
+functions (NRT_incref, NRT_decref, the atomics they use, NRT_MemInfo_data_fast and the abort
+for unresolved symbols: a small LLVM module, `nrtdynmod.create_nrt_module`). That takes
+15-45 ms, most of what a second process paid to run a kernel it loads from Numba's cache.
+Those functions depend only on Numba, llvmlite and the CPU, so `start_runtime` builds them
+once with object caching on (as Numba's cache builds every cached function), keeps their
+object code and bitcode in symgraph's cache folder, named by a digest of the Python, Numba and
+llvmlite versions and the CPU (the codegen's `magic_tuple`), and later processes load that
+(~2 ms), as Numba loads any cached function.
+
+The file carries a digest of its name and contents, checked before use (no pickle: two byte
+strings). Any surprise (another Numba without these internals, a damaged file, a failed
+load) leaves it to Numba's own `rtsys.initialize`, which compiles them as it always does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import struct
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from ..files import default_cache_dir, write_atomically
+
+_HEADER = b"symgraph-nrt 1\n"
+
+
+def start_runtime(context: Any) -> None:
+    """Make Numba's runtime ready for machine code (idempotent; thread-safe), from the kept
+    copy when there is one."""
+    from numba.core.runtime import rtsys
+
+    if getattr(rtsys, "_init", False):
+        return
+    from numba.core.compiler_lock import global_compiler_lock
+
+    with global_compiler_lock:
+        if not getattr(rtsys, "_init", True):
+            try:
+                _start(rtsys, context)
+            except Exception:  # noqa: BLE001 - anything: Numba's own start below
+                pass
+        rtsys.initialize(context)  # (nothing left to do when `_start` started it)
+
+
+def _start(rtsys: Any, context: Any) -> None:
+    import llvmlite.binding as ll
+    from numba.core import config
+    from numba.core.runtime import _nrt_python, nrtdynmod
+
+    codegen = context.codegen()
+    path = _path(codegen.magic_tuple())
+    kept = _read(path)
+    if config.NRT_STATS:  # (as rtsys.initialize does)
+        _nrt_python.memsys_enable_stats()
+    for name, address in _nrt_python.c_helpers.items():  # the C half, which the code calls
+        ll.add_symbol(name if name.startswith("_") else "NRT_" + name, address)
+    if kept is not None:
+        library = codegen.unserialize_library(("nrt", "object", kept))
+    else:
+        module, library = nrtdynmod.create_nrt_module(context)
+        library.enable_object_caching()
+        library.add_ir_module(module)
+        library.finalize()
+    if not all(library.get_pointer_to_function(name)
+               for name in ("NRT_incref", "NRT_decref", "nrt_unresolved_abort")):
+        raise RuntimeError("the runtime's library lacks its functions")
+    rtsys._library = library
+    rtsys._init = True
+    if kept is None:
+        name, kind, data = library.serialize_using_object_code()
+        if kind == "object":
+            _write(path, data)
+
+
+def _path(magic: tuple) -> Path:
+    import llvmlite
+    import numba
+
+    about = repr((sys.version, numba.__version__, llvmlite.__version__, magic))
+    return default_cache_dir() / f"nrt-{hashlib.sha256(about.encode()).hexdigest()[:32]}.bin"
+
+
+def _digest(path: Path, body: bytes) -> bytes:
+    return hashlib.sha256(path.name.encode() + b"\0" + body).digest()
+
+
+def _read(path: Path) -> tuple[bytes, bytes] | None:
+    """(object code, bitcode) kept at `path`, or None (missing, damaged, another file's)."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    start = len(_HEADER) + 32
+    body = data[start:]
+    if not data.startswith(_HEADER) or data[len(_HEADER):start] != _digest(path, body) or (
+            len(body) < 16):
+        return None
+    size, rest = struct.unpack_from("<QQ", body)
+    if 16 + size + rest != len(body):
+        return None
+    return body[16:16 + size], body[16 + size:]
+
+
+def _write(path: Path, data: tuple[bytes, bytes]) -> None:
+    code, bitcode = data
+    body = struct.pack("<QQ", len(code), len(bitcode)) + bytes(code) + bytes(bitcode)
+    try:
+        write_atomically(path, _HEADER + _digest(path, body) + body, sync=False)
+    except OSError:  # only the next process's saving lost
+        pass
+
+
+# -- cached kernels without parsing their bitcode --------------------------------------------
+# Numba keeps a cached function as its object code plus its LLVM bitcode, and parses the
+# bitcode on every load: it is there to be linked into functions compiled later that call
+# this one, and to list the symbols the object defines. For a kernel nothing else calls, that
+# parse is most of the load (2-20 ms for a 1,000-operation kernel, 40-90 ms for the tape's
+# interpreter). `unserialized_lazily` loads the object code alone; the bitcode is parsed when
+# something asks for the module (a later compile that links the kernel in) or a symbol the
+# engine does not find.
+
+@functools.cache
+def _lazy_class(base: type) -> type:
+    import llvmlite.binding as ll
+
+    class LazyLibrary(base):  # type: ignore[misc, valid-type]
+        """A Numba code library loaded from object code, its bitcode parsed on first use."""
+
+        @property
+        def _shared_module(self) -> Any:
+            module = self.__dict__.get("_sg_module")
+            if module is None and self.__dict__.get("_sg_bitcode") is not None:
+                module = self.__dict__["_sg_module"] = ll.parse_bitcode(
+                    self.__dict__.pop("_sg_bitcode"))
+                self._codegen._engine._load_defined_symbols(module)
+            return module
+
+        @_shared_module.setter
+        def _shared_module(self, module: Any) -> None:
+            self.__dict__["_sg_module"] = module
+
+        def get_pointer_to_function(self, name: str) -> int:
+            self._ensure_finalized()
+            engine = self._codegen._engine
+            if not engine.is_symbol_defined(name):
+                address = engine.get_function_address(name)
+                if address:
+                    return address
+                self._shared_module  # noqa: B018 - its symbols, then as Numba looks
+            return super().get_pointer_to_function(name)
+
+    return LazyLibrary
+
+
+def unserialized_lazily(codegen: Any, state: tuple) -> Any:
+    """`codegen.unserialize_library(state)` for object code, without parsing its bitcode."""
+    name, kind, data = state
+    if kind != "object":
+        return codegen.unserialize_library(state)
+    object_code, bitcode = data
+    library = codegen.create_library(name)
+    library.__class__ = _lazy_class(type(library))
+    library.__dict__.pop("_shared_module", None)  # (the property stands in for it)
+    library.__dict__["_sg_bitcode"] = bitcode
+    library.enable_object_caching()
+    library._set_compiled_object(object_code)
+    library._finalize_final_module()  # an empty module: the engine takes the object code
+    return library
+
+
+@contextlib.contextmanager
+def lazy_libraries(codegen: Any) -> Iterator[None]:
+    """Within: `codegen` loads cached object code with `unserialized_lazily` (hold Numba's
+    compiler lock: every load and compile takes it, so no other thread sees the change)."""
+    if "unserialize_library" in vars(codegen):  # (nested)
+        yield
+        return
+    codegen.unserialize_library = functools.partial(_unserialize, codegen)
+    try:
+        yield
+    finally:
+        del codegen.unserialize_library
+
+
+def _unserialize(codegen: Any, state: tuple) -> Any:
+    try:
+        return unserialized_lazily(codegen, state)
+    except Exception:  # noqa: BLE001 - another Numba's internals: its own way
+        return type(codegen).unserialize_library(codegen, state)
