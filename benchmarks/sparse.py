@@ -27,6 +27,7 @@ import numpy as np
 import symgraph as sg
 from symgraph import integrate as sg_integrate
 from symgraph.backends.registry import BACKENDS
+from symgraph.runtime import separable
 from symgraph.runtime.sparse import DerivativeKernels
 
 
@@ -62,7 +63,8 @@ def _ratios(ours, theirs, repeats: int = 3) -> tuple[float, float, float]:
 
 
 def _sparse_hessian_report(title: str, build_f, numpy_values, casadi_f, n: int, backend: str,
-                           symbolic_max: int, value_kernel: bool = True) -> None:
+                           symbolic_max: int, value_kernel: bool = True,
+                           gradient=None) -> None:
     """Setup and evaluation figures of one sparse Hessian problem. The kernels a user gets
     from `fn.hessian(x, sparse=True)` and `fn.hessp`: for a large sum of small terms, one
     template kernel per kind of term (runtime.separable); the symbolic sparse kernels (the
@@ -73,23 +75,41 @@ def _sparse_hessian_report(title: str, build_f, numpy_values, casadi_f, n: int, 
     t_pattern, (rows, cols) = _clock(lambda: sg.hessian_sparsity(f, x))
     print(f"expression {t_expr:.2f} s; Hessian pattern from the DAG {t_pattern:.2f} s "
           f"({len(rows)} nonzeros)")
-    if value_kernel:
-        t_value, fn = _clock(lambda: sg.compile(f, x, backend=backend))
-        kernels = fn.derivative_kernels
-    else:  # the sparse kernels alone, as sg.compile(...).derivative_kernels makes them
-        t_value, fn = None, None
-        kernels = DerivativeKernels([f], x, x, backend=BACKENDS[backend])
     point = np.random.default_rng(0).uniform(-1, 1, n)
     v = np.random.default_rng(1).uniform(-1, 1, n)
-    t_sep, separable = _clock(lambda: kernels.separable)
-    t_first = _clock(lambda: (kernels.hessian_values(point), kernels.hessp(point, v)))[0]
-    kinds = "none" if separable is None else ", ".join(
-        f"{len(k.index)} x {k.k}" for k in separable.kinds)
-    value = "not built" if fn is None else f"{t_value:.2f} s (strategy {fn.strategy})"
-    print(f"value+gradient kernel {value}; sums of small terms: kinds (terms x variables) "
-          f"{kinds}")
+    # The issue's figure, from nothing: the sparse kernels alone, as
+    # sg.compile(...).derivative_kernels makes them (the templates, then the first calls).
+    separable._LAST[:] = [None, None]
+    kernels = DerivativeKernels([f], x, x, backend=BACKENDS[backend])
+    t_sep, found = _clock(lambda: kernels.separable)
+    t_first = _clock(lambda: (kernels.hessian_pattern(), kernels.hessian_values(point),
+                              kernels.hessp(point, v)))[0]
+    kinds = "none" if found is None else ", ".join(
+        f"{len(k.index)} x {k.k}" for k in found.kinds)
+    print(f"sums of small terms: kinds (terms x variables) {kinds}")
     print(f"pattern + sparse Hessian + hessp built and compiled: {t_sep + t_first:.2f} s "
           f"(templates {t_sep:.2f} s, first calls {t_first:.2f} s)")
+    if value_kernel:  # sg.compile's own value+gradient, from nothing too (templates again)
+        separable._LAST[:] = [None, None]
+        t_value, fn = _clock(lambda: sg.compile(f, x, backend=backend))
+        t_vg = _clock(lambda: fn.value_and_grad(point))[0]
+        fused = fn.derivative_kernels.separable is not None
+        print(f"sg.compile value+gradient: {t_value + t_vg:.2f} s to the first gradient "
+              f"(compile {t_value:.2f} s, first call {t_vg:.2f} s; "
+              f"{'fused sum kernels' if fused else 'strategy ' + fn.strategy})")
+        kernels = fn.derivative_kernels
+        if gradient is not None:
+            value, g = fn.value_and_grad(point)
+            ref_value, ref_g = gradient(point)
+            assert np.isclose(value, ref_value, rtol=1e-12)
+            assert np.allclose(g, ref_g, rtol=1e-12, atol=1e-9), "gradient differs"
+            t_ours, worst, best = _ratios(lambda: fn.value_and_grad(point),
+                                          lambda: gradient(point))
+            print(f"value+gradient: symgraph {t_ours * 1e3:.3f} ms, {best:.2f}x-{worst:.2f}x "
+                  "SciPy/NumPy (rosen + rosen_der; 3 paired runs, best-worst)")
+        else:
+            print(f"value+gradient: symgraph "
+                  f"{_timed_eval(lambda: fn.value_and_grad(point)) * 1e3:.3f} ms")
     pattern = kernels.hessian_pattern()
     assert np.array_equal(pattern[0], rows) and np.array_equal(pattern[1], cols)
     ours = kernels.hessian_values(point)
@@ -155,6 +175,28 @@ def rosenbrock_numpy_values(p: np.ndarray) -> np.ndarray:
     out[0::2] = diag
     out[1::2] = off
     return out
+
+
+def rosen_value_grad(p: np.ndarray):
+    from scipy.optimize import rosen, rosen_der
+
+    return rosen(p), rosen_der(p)
+
+
+def _minimize_report(n: int, backend: str) -> None:
+    """sg.optimize.minimize(method="trust-constr") end to end: expression to solution."""
+    start = time.perf_counter()
+    f, x = rosenbrock(n)
+    t_expr = time.perf_counter() - start
+    x0 = np.full(n, 0.5)
+    result = sg.optimize.minimize(f, x, x0, method="trust-constr", backend=backend,
+                                  options={"gtol": 1e-8, "maxiter": 200})
+    total = time.perf_counter() - start
+    error = np.abs(result.x - 1.0).max()
+    print(f"minimize(method='trust-constr'), {n} variables from 0.5: {total:.2f} s in all "
+          f"(expression {t_expr:.2f} s, compile and solve {total - t_expr:.2f} s), "
+          f"{result.nit} iterations, {result.nfev} values, {result.njev} gradients, "
+          f"{result.nhev} Hessians; max |x - 1| = {error:.1e} ({result.message})")
 
 
 def rosenbrock_casadi(ca, x):
@@ -278,7 +320,7 @@ def main() -> None:
     parser.add_argument("--grid", type=int, default=300)
     parser.add_argument("--chain", type=int, default=100_000, help="the held-out family's size")
     parser.add_argument("--no-value-kernel", action="store_true",
-                        help="skip sg.compile's value+gradient kernel (minutes at 10^5)")
+                        help="skip sg.compile's value+gradient kernel and the minimize run")
     parser.add_argument("--symbolic-max", type=int, default=10_000,
                         help="largest size whose symbolic sparse kernels are built too")
     parser.add_argument("--states", type=int, default=1000)
@@ -292,7 +334,9 @@ def main() -> None:
         for n in map(int, a.n.split(",")):
             _sparse_hessian_report("Chained Rosenbrock", lambda n=n: rosenbrock(n),
                                    rosenbrock_numpy_values, rosenbrock_casadi, n, a.backend,
-                                   a.symbolic_max, not a.no_value_kernel)
+                                   a.symbolic_max, not a.no_value_kernel, rosen_value_grad)
+            if n == max(map(int, a.n.split(","))) and not a.no_value_kernel:
+                _minimize_report(n, a.backend)
     if "grid" in parts:
         _sparse_hessian_report(f"2-D Laplacian-type energy {a.grid}x{a.grid}",
                                lambda: grid_energy(a.grid), grid_numpy_values(a.grid),

@@ -1,4 +1,4 @@
-"""Sparse Hessians of large sums of small terms, from one small kernel per kind of term.
+"""Value, gradient, sparse Hessian and H v of large sums of small terms, kind by kind.
 
 Chained, banded and grid energies are sums of many terms, each over a few variables, and
 most terms are the same formula on other variables (Rosenbrock's ``100*(x[i+1] - x[i]**2)**2
@@ -8,15 +8,16 @@ on the tape. Here instead:
 
 1. the sum's terms are read once (`split_terms`) and grouped by their shape: the term with
    its variables numbered in order of first use (`_shape`), constants by identity;
-2. each shape becomes a template over stand-in variables, compiled once with its value,
-   gradient and dense local Hessian (a straight-line kernel of a few dozen operations);
-3. a Hessian is the template's batch kernel over the rows of gathered local variables,
-   scattered into the pattern's slots (the pattern is the union of the local ones, so it is
-   `hessian_sparsity`'s); H v gathers v as well and scatters the local products.
+2. each shape becomes a template over stand-in variables, differentiated once: its value and
+   gradient, and its local Hessian's nonzeros (programs of a few dozen steps);
+3. one generated module (backends.numba.sums) has the value, value+gradient, sparse Hessian
+   and H v kernels: each one loop per kind that reads a term's variables, runs the kind's
+   steps and adds the results where they go (the gradient's entries, the pattern's slots; the
+   pattern is the union of the local ones, so it is `hessian_sparsity`'s).
 
-Values equal the symbolic sparse kernels' up to rounding (the terms' contributions are
-added in another order). Terms with more than `MAX_TERM_VARIABLES` variables, or with
-symbols that are not variables (parameters), leave the sum to the symbolic kernels.
+Values equal the symbolic kernels' up to rounding (the terms' contributions are added in
+another order). Terms with more than `MAX_TERM_VARIABLES` variables, or with symbols that are
+not variables (parameters), leave the sum to the symbolic kernels.
 """
 
 from __future__ import annotations
@@ -27,18 +28,21 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..ad.sparsity import hessian_sparsity
+from ..backends.numba.sums import SumKind, emit_sum_kernels
 from ..backends.registry import BACKENDS, Backend
 from ..ir.node import Node, _intern, symbol
 from ..ir.opspec import generation
 from ..ir.traversal import bulk
-from ..lower.products import VALUE_GRAD_HESS
-from .build import build
+from ..lower.products import VALUE_GRAD
+from ..lower.programs import build_programs, describe
+from ..lower.sparse_products import sparse_hessian_product
+from ..version import __version__
+from .loading import load_source
 
 MIN_TERMS = 1_000  # below, the symbolic sparse kernels are built (they are exact and cheap)
 MAX_TERM_VARIABLES = 8
 MAX_TERM_NODES = 400
-FEW_TERMS = 64  # kinds with fewer terms (a chain's ends, a grid's corners) run in Python
-CHUNK_TERMS = 4_096  # terms per call of a template's batch kernel (its rows stay in cache)
+MAX_KINDS = 32  # more kinds of term: the fused kernels would be too long to compile
 
 
 def split_terms(f: Node) -> list[Node]:
@@ -109,125 +113,99 @@ def _template(order: list[Node], stand_ins: Sequence[Node]) -> Node:
     return made[order[-1]]
 
 
-def _gather(x, index, X):  # X[t, j] = x[index[t, j]]
-    for t in range(index.shape[0]):
-        for j in range(index.shape[1]):
-            X[t, j] = x[index[t, j]]
-
-
-def _scatter_entries(out, local, slots, values):  # values[slots[t, e]] += out[t, local[e]]
-    for t in range(out.shape[0]):
-        for e in range(local.size):
-            values[slots[t, e]] += out[t, local[e]]
-
-
-def _scatter_products(out, index, v, result):  # result[index[t]] += H_t @ v[index[t]]
-    k = index.shape[1]
-    for t in range(out.shape[0]):
-        for i in range(k):
-            acc = 0.0
-            for j in range(k):
-                acc += out[t, 1 + k + i * k + j] * v[index[t, j]]
-            result[index[t, i]] += acc
-
-
-_COMPILED: dict = {}
-
-
-def _loops():
-    """The gather and scatter loops, compiled by Numba on first use (cached on disk)."""
-    if not _COMPILED:
-        import numba
-
-        for f in (_gather, _scatter_entries, _scatter_products):
-            _COMPILED[f.__name__] = numba.njit(cache=True, nogil=True)(f)
-    return _COMPILED
-
-
 class _Kind:
-    """One shape of term: its compiled template and the variables of each of its terms."""
+    """One shape of term: its template's programs and the variables of each of its terms."""
 
-    def __init__(self, template: Node, stand_ins: list[Node], rows: list[list[int]],
-                 backend: Backend, cache_dir, strategy: str) -> None:
+    def __init__(self, template: Node, stand_ins: list[Node], rows: list[list[int]]) -> None:
         self.k = k = len(stand_ins)
+        self.template = template
         index = np.asarray(rows, dtype=np.int32).reshape(len(rows), k)  # less to read
-        # Terms by their variables: a sum's own order is its nodes' digests, and gathering
-        # and scattering in that order would miss the cache at every term.
+        # Terms by their variables: a sum's own order is its nodes' digests, and reading and
+        # adding in that order would miss the cache at every term.
         self.index = index[np.lexsort(index.T[::-1])] if k else index
-        if len(rows) < FEW_TERMS:  # not worth a compile
-            backend = BACKENDS["python"]
-        built = build([template], stand_ins, stand_ins, backend=backend,
-                      products=[VALUE_GRAD_HESS], cache_dir=cache_dir, strategy=strategy)
-        self.batch = built.batches[VALUE_GRAD_HESS.name]  # chunks below: the calling thread
-        self.width = 1 + k + k * k
-        # Compiled now, while the garbage collector is paused (`separable_sum` is bulk work):
-        # on a first call, beside millions of live nodes, each collection would take seconds.
-        self.batch(np.zeros((1, k)), np.empty((1, self.width)))
-        self._buffers: tuple[np.ndarray, np.ndarray] | None = None
         local_rows, local_cols = hessian_sparsity(template, stand_ins)
-        self.local = 1 + k + local_rows * k + local_cols  # columns of OUT, lower triangle
+        gradient, hess = build_programs([template], stand_ins, stand_ins, products=[
+            VALUE_GRAD, sparse_hessian_product(len(local_rows))])
+        self.emitted = SumKind(gradient, hess, list(zip(local_rows.tolist(),
+                                                        local_cols.tolist())))
         g_rows = self.index[:, local_rows].astype(np.int64)
         g_cols = self.index[:, local_cols].astype(np.int64)
         self.pairs = np.maximum(g_rows, g_cols), np.minimum(g_rows, g_cols)  # (terms, pairs)
 
-    def chunks(self, x: np.ndarray):
-        """(first term, local rows) chunk by chunk: per term of the chunk, the template's
-        value, local gradient and dense local Hessian. The buffers are reused (and small
-        enough to stay in cache), so each chunk is read before the next is asked for."""
-        if self._buffers is None:
-            rows = min(CHUNK_TERMS, len(self.index))
-            self._buffers = np.empty((rows, self.k)), np.empty((rows, self.width))
-        X, out = self._buffers
-        gather = _loops()["_gather"]
-        for start in range(0, len(self.index), CHUNK_TERMS):
-            index = self.index[start:start + CHUNK_TERMS]
-            rows = len(index)
-            gather(x, index, X[:rows])
-            self.batch(X[:rows], out[:rows])
-            yield start, out[:rows]
+
+_SIGNATURES = {"value": 1, "value_grad": 2, "hessian": 2, "hessp": 3}  # arrays before tables
 
 
 class SeparableSum:
-    """The sparse Hessian (lower triangle, pattern order) and H v of a sum of small terms
-    over `wrt` (positions `columns` in the point), from one kernel per shape of term."""
+    """Value, gradient, sparse Hessian (lower triangle, pattern order) and H v of a sum of
+    small terms over `wrt` (positions `columns` in the point), from one fused loop per kind of
+    term (backends.numba.sums): each kernel compiled (or loaded from Numba's cache) on its
+    first call."""
 
-    def __init__(self, kinds: list[_Kind], n: int, columns: np.ndarray) -> None:
+    def __init__(self, kinds: list[_Kind], n: int, columns: np.ndarray | None,
+                 cache_dir: str | os.PathLike | None = None) -> None:
         self.kinds, self.n, self.columns = kinds, n, columns
         keys = np.concatenate([(r * n + c).ravel() for r, c in (k.pairs for k in kinds)])
         unique, slot = np.unique(keys, return_inverse=True)
         self.pattern = unique // n, unique % n
         self.nnz = len(unique)
-        loops = _loops()  # compiled (or loaded) now, as the templates are
-        loops["_gather"](np.zeros(1), np.zeros((1, 1), np.int32), np.empty((1, 1)))
-        loops["_scatter_entries"](np.zeros((1, 1)), np.zeros(1, np.int64),
-                                  np.zeros((1, 1), np.int32), np.zeros(1))
-        loops["_scatter_products"](np.zeros((1, 3)), np.zeros((1, 1), np.int32), np.zeros(1),
-                                   np.zeros(1))
         self._slots, start = [], 0  # per kind: (terms, local pairs) -> slot in the pattern
         for kind in kinds:
             size = kind.pairs[0].size
             self._slots.append(slot[start:start + size].reshape(kind.pairs[0].shape)
                                .astype(np.int32))
             start += size
+        description = [f"kind {number} ({len(kind.index)} terms over {kind.k} variables): "
+                       + line for number, kind in enumerate(kinds)
+                       for line in describe([kind.template], ["term"])]
+        source = emit_sum_kernels([kind.emitted for kind in kinds],
+                                  "Fused kernels of a sum of small terms", description,
+                                  __version__)
+        self.module, self.path = load_source(source, cache_dir)
+        BACKENDS["numba"].load(self.module)
+        self.source = source
+        self._tables = [kind.index for kind in kinds]
+        self._hess_tables = [t for kind, s in zip(kinds, self._slots) for t in (kind.index, s)]
+        self._ready: dict[str, object] = {}
+
+    @bulk  # Numba's compile beside millions of live nodes: each collection would take seconds
+    def _compile(self, name: str) -> object:
+        kernel = getattr(self.module, name)
+        tables = self._hess_tables if name == "hessian" else self._tables
+        small = [np.zeros((0,) + t.shape[1:], np.int32) for t in tables]
+        kernel(*[np.zeros(1)] * _SIGNATURES[name], *small)
+        self._ready[name] = kernel
+        return kernel
+
+    def kernel(self, name: str) -> object:
+        """The compiled kernel `name` (value, value_grad, hessian, hessp)."""
+        return self._ready.get(name) or self._compile(name)
 
     def _x(self, point: np.ndarray) -> np.ndarray:
-        point = np.asarray(point, dtype=np.float64)
-        return point if self.columns is None else point[self.columns]
+        point = np.ascontiguousarray(point, dtype=np.float64)
+        return point if self.columns is None else np.ascontiguousarray(point[self.columns])
+
+    def value(self, point: np.ndarray) -> float:
+        return self.kernel("value")(self._x(point), *self._tables)
+
+    def value_and_grad(self, point: np.ndarray, gradient: np.ndarray | None = None
+                       ) -> tuple[float, np.ndarray]:
+        """(value, gradient); `gradient` (float64, C order, n values): filled and returned."""
+        if gradient is None:
+            gradient = np.zeros(self.n)
+        else:
+            gradient[:] = 0.0
+        return self.kernel("value_grad")(self._x(point), gradient, *self._tables), gradient
 
     def hessian_values(self, point: np.ndarray) -> np.ndarray:
-        x, scatter = self._x(point), _loops()["_scatter_entries"]
         values = np.zeros(self.nnz)
-        for kind, slots in zip(self.kinds, self._slots):
-            for start, out in kind.chunks(x):
-                scatter(out, kind.local, slots[start:start + len(out)], values)
+        self.kernel("hessian")(self._x(point), values, *self._hess_tables)
         return values
 
     def hessp(self, point: np.ndarray, v: np.ndarray) -> np.ndarray:
-        x, v = self._x(point), np.ascontiguousarray(v, dtype=np.float64)
-        result, scatter = np.zeros(self.n), _loops()["_scatter_products"]
-        for kind in self.kinds:
-            for start, out in kind.chunks(x):
-                scatter(out, kind.index[start:start + len(out)], v, result)
+        v = np.ascontiguousarray(v, dtype=np.float64)
+        result = np.zeros(self.n)
+        self.kernel("hessp")(self._x(point), v, result, *self._tables)
         return result
 
 
@@ -236,22 +214,25 @@ _LAST: list = [None, None]  # (key, SeparableSum or None) of the last sum asked 
 
 @bulk
 def separable_sum(f: Node, args: Sequence[Node], wrt: Sequence[Node], *, backend: Backend,
-                  cache_dir: str | os.PathLike | None = None, strategy: str = "auto",
+                  cache_dir: str | os.PathLike | None = None,
                   min_terms: int | None = None) -> SeparableSum | None:
-    # `strategy` is the templates' own: "auto" makes them straight-line kernels (they are
-    # small), whatever the sum's own kernels chose.
     """`f`'s SeparableSum over `wrt` (points list `args`), or None when `f` is not a sum of
-    at least `min_terms` (default `MIN_TERMS`) small terms over the variables alone."""
-    key = (generation(), f, tuple(args), tuple(wrt), backend.name, strategy, min_terms)
+    at least `min_terms` (default `MIN_TERMS`) small terms over the variables alone, of at
+    most `MAX_KINDS` kinds, or when `backend` has no fused sums (they are Numba kernels)."""
+    key = (generation(), f, tuple(args), tuple(wrt), backend.name, min_terms)
     if _LAST[0] == key:
         return _LAST[1]
-    found = _separable(f, args, wrt, backend, cache_dir, strategy,
-                       MIN_TERMS if min_terms is None else min_terms)
+    found = None
+    if backend.name == "numba":
+        found = _separable(f, args, wrt, cache_dir,
+                           MIN_TERMS if min_terms is None else min_terms)
     _LAST[:] = [key, found]
     return found
 
 
-def _separable(f, args, wrt, backend, cache_dir, strategy, min_terms) -> SeparableSum | None:
+def _separable(f, args, wrt, cache_dir, min_terms) -> SeparableSum | None:
+    if f.op != "add" or len(f.args) < min(min_terms, 2):  # not a sum (the cheap answer)
+        return None
     terms = split_terms(f)
     if len(terms) < min_terms or len(set(wrt)) != len(wrt) or len(wrt) >= 2**31:
         return None
@@ -288,6 +269,8 @@ def _separable(f, args, wrt, backend, cache_dir, strategy, min_terms) -> Separab
         if len(variables) == 1 and variables[0] in host_of:
             continue  # inside its host
         groups.setdefault((key, tuple(joined.get(t, ()))), []).append(variables)
+    if len(groups) > MAX_KINDS:
+        return None  # too many kernels' worth of steps to compile
     kinds = []
     for (key, parts), rows in groups.items():
         stand_ins = [symbol(f"_sep[{i}]") for i in range(len(rows[0]))]
@@ -295,10 +278,10 @@ def _separable(f, args, wrt, backend, cache_dir, strategy, min_terms) -> Separab
         if parts:
             template = _intern("add", (template, *[_template(first[k], [stand_ins[slot]])
                                                    for k, slot in parts]), None)
-        kinds.append(_Kind(template, stand_ins, rows, backend, cache_dir, strategy))
+        kinds.append(_Kind(template, stand_ins, rows))
     if not kinds:
         return None
     arg_position = {a: i for i, a in enumerate(args)}
     columns = np.asarray([arg_position[v] for v in wrt], dtype=np.int64)
     same = len(args) == len(wrt) and bool((columns == np.arange(len(wrt))).all())
-    return SeparableSum(kinds, len(wrt), None if same else columns)
+    return SeparableSum(kinds, len(wrt), None if same else columns, cache_dir)
