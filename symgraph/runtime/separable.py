@@ -143,8 +143,9 @@ class SeparableSum:
     first call."""
 
     def __init__(self, kinds: list[_Kind], n: int, columns: np.ndarray | None,
-                 cache_dir: str | os.PathLike | None = None) -> None:
+                 cache_dir: str | os.PathLike | None = None, offset: float = 0.0) -> None:
         self.kinds, self.n, self.columns = kinds, n, columns
+        self.offset = offset  # the sum's constant terms
         keys = np.concatenate([(r * n + c).ravel() for r, c in (k.pairs for k in kinds)])
         unique, slot = np.unique(keys, return_inverse=True)
         self.pattern = unique // n, unique % n
@@ -186,7 +187,7 @@ class SeparableSum:
         return point if self.columns is None else np.ascontiguousarray(point[self.columns])
 
     def value(self, point: np.ndarray) -> float:
-        return self.kernel("value")(self._x(point), *self._tables)
+        return self.kernel("value")(self._x(point), *self._tables) + self.offset
 
     def value_and_grad(self, point: np.ndarray, gradient: np.ndarray | None = None
                        ) -> tuple[float, np.ndarray]:
@@ -195,7 +196,8 @@ class SeparableSum:
             gradient = np.zeros(self.n)
         else:
             gradient[:] = 0.0
-        return self.kernel("value_grad")(self._x(point), gradient, *self._tables), gradient
+        value = self.kernel("value_grad")(self._x(point), gradient, *self._tables)
+        return value + self.offset, gradient
 
     def hessian_values(self, point: np.ndarray) -> np.ndarray:
         values = np.zeros(self.nnz)
@@ -219,13 +221,13 @@ def separable_sum(f: Node, args: Sequence[Node], wrt: Sequence[Node], *, backend
     """`f`'s SeparableSum over `wrt` (points list `args`), or None when `f` is not a sum of
     at least `min_terms` (default `MIN_TERMS`) small terms over the variables alone, of at
     most `MAX_KINDS` kinds, or when `backend` has no fused sums (they are Numba kernels)."""
+    min_terms = MIN_TERMS if min_terms is None else min_terms
     key = (generation(), f, tuple(args), tuple(wrt), backend.name, min_terms)
     if _LAST[0] == key:
         return _LAST[1]
     found = None
     if backend.name == "numba":
-        found = _separable(f, args, wrt, cache_dir,
-                           MIN_TERMS if min_terms is None else min_terms)
+        found = _separable(f, args, wrt, cache_dir, min_terms)
     _LAST[:] = [key, found]
     return found
 
@@ -238,16 +240,19 @@ def _separable(f, args, wrt, cache_dir, min_terms) -> SeparableSum | None:
         return None
     position = {v: i for i, v in enumerate(wrt)}
     shaped, first = [], {}  # per term (key, variables); the first term of each key's nodes
+    offset = 0.0
     for term in terms:
         if term.op == "const":
-            continue  # no derivatives
+            offset += float(term.value)  # no derivatives
+            continue
         found = _shape(term, position)
         if found is None:
             return None
         key, variables, order = found
-        if variables:
-            shaped.append((key, variables))
-            first.setdefault(key, order)
+        if not variables:  # a constant not folded (a value without derivatives): not here
+            return None
+        shaped.append((key, variables))
+        first.setdefault(key, order)
     # A one-variable term joins a wider term over its variable (Rosenbrock's
     # (1 - x[i])**2 joins 100*(x[i+1] - x[i]**2)**2): fewer kinds and passes, fewer entries.
     # The host is where the variable comes first in its term (then the first such term), so
@@ -284,4 +289,4 @@ def _separable(f, args, wrt, cache_dir, min_terms) -> SeparableSum | None:
     arg_position = {a: i for i, a in enumerate(args)}
     columns = np.asarray([arg_position[v] for v in wrt], dtype=np.int64)
     same = len(args) == len(wrt) and bool((columns == np.arange(len(wrt))).all())
-    return SeparableSum(kinds, len(wrt), None if same else columns, cache_dir)
+    return SeparableSum(kinds, len(wrt), None if same else columns, cache_dir, offset)
