@@ -57,44 +57,52 @@ def split_terms(f: Node) -> list[Node]:
     return terms
 
 
-def _shape(term: Node, position: dict[Node, int]) -> tuple[tuple, list[int], list[Node]] | None:
-    """(shape key, the global positions of its variables in order of first use, its nodes in
-    topological order), or None when `term` is too big or uses a symbol outside `position`.
-    The key lists, node by node: an op's name and its arguments' local numbers, a variable's
-    slot (an int), a constant (the node itself: nodes are interned)."""
+def _shape(term: Node, position: dict[Node, int], nodes: list[Node] | None = None
+           ) -> tuple[tuple, list[int]] | None:
+    """(shape key, the global positions of its variables in order of first use), or None when
+    `term` is too big or uses a symbol outside `position`; `nodes` (a list) gets its nodes in
+    topological order. The key lists, node by node: an op's name and its arguments' local
+    numbers, a variable's slot (an int), a constant (the node itself: nodes are interned).
+    The walk is `ir.traversal.topological_order`'s (leaves finished at once)."""
+    if not term.args:  # a term that is one leaf
+        if nodes is not None:
+            nodes.append(term)
+        if term.op != "symbol":
+            return (term,), []
+        where = position.get(term)
+        return None if where is None else ((0,), [where])
     local: dict[Node, int] = {}
-    order: list[Node] = []
     key: list = []
     variables: list[int] = []
-    stack = [term]
-    push = stack.append
+    stack = [(term, iter(term.args))]
     while stack:
-        node = stack.pop()
-        if node in local:
-            continue
-        args = node.args
-        if args:
-            pending = [a for a in args if a not in local]
-            if pending:
-                push(node)
-                pending.reverse()
-                stack.extend(pending)
-                continue
-            key.append(node.op)
-            key.append(tuple([local[a] for a in args]))
-        elif node.op == "symbol":
-            where = position.get(node)
-            if where is None or len(variables) == MAX_TERM_VARIABLES:
-                return None
-            key.append(len(variables))
-            variables.append(where)
+        node, pending = stack[-1]
+        for child in pending:
+            if child not in local:
+                if child.args:
+                    stack.append((child, iter(child.args)))
+                    break
+                if child.op == "symbol":
+                    where = position.get(child)
+                    if where is None or len(variables) == MAX_TERM_VARIABLES:
+                        return None
+                    key.append(len(variables))
+                    variables.append(where)
+                else:
+                    key.append(child)
+                local[child] = len(local)
+                if nodes is not None:
+                    nodes.append(child)
         else:
-            key.append(node)
-        local[node] = len(order)
-        order.append(node)
-        if len(order) > MAX_TERM_NODES:
-            return None
-    return tuple(key), variables, order
+            stack.pop()
+            key.append(node.op)
+            key.append(tuple([local[a] for a in node.args]))
+            local[node] = len(local)
+            if nodes is not None:
+                nodes.append(node)
+            if len(local) > MAX_TERM_NODES:
+                return None
+    return tuple(key), variables
 
 
 def _template(order: list[Node], stand_ins: Sequence[Node]) -> Node:
@@ -116,13 +124,13 @@ def _template(order: list[Node], stand_ins: Sequence[Node]) -> Node:
 class _Kind:
     """One shape of term: its template's programs and the variables of each of its terms."""
 
-    def __init__(self, template: Node, stand_ins: list[Node], rows: list[list[int]]) -> None:
-        self.k = k = len(stand_ins)
+    def __init__(self, template: Node, stand_ins: list[Node], rows: np.ndarray) -> None:
+        self.k = len(stand_ins)
         self.template = template
-        index = np.asarray(rows, dtype=np.int32).reshape(len(rows), k)  # less to read
+        index = rows.astype(np.int32)  # less to read
         # Terms by their variables: a sum's own order is its nodes' digests, and reading and
         # adding in that order would miss the cache at every term.
-        self.index = index[np.lexsort(index.T[::-1])] if k else index
+        self.index = index[np.lexsort(index.T[::-1])]
         local_rows, local_cols = hessian_sparsity(template, stand_ins)
         gradient, hess = build_programs([template], stand_ins, stand_ins, products=[
             VALUE_GRAD, sparse_hessian_product(len(local_rows))])
@@ -211,6 +219,54 @@ class SeparableSum:
         return result
 
 
+def _groups(kind_of: np.ndarray, arity: np.ndarray, flat: np.ndarray, n: int
+            ) -> list[tuple[int, list[tuple[int, int]], np.ndarray]] | None:
+    """The kinds of term to compile, as (shape number, joined one-variable shapes as (shape
+    number, slot), the (terms, variables) table), or None when there are more than
+    `MAX_KINDS`. A one-variable term joins a wider term over its variable (Rosenbrock's
+    (1 - x[i])**2 joins 100*(x[i+1] - x[i]**2)**2): fewer kinds and passes, fewer entries. The
+    host is where the variable comes first in its term (then the first such term), so that
+    hosts of the same shape take their joiners at the same place: one kind, not many."""
+    count = len(kind_of)
+    starts = np.cumsum(arity) - arity
+    term_of = np.repeat(np.arange(count), arity)
+    slot_of = np.arange(len(flat)) - np.repeat(starts, arity)
+    wide = np.repeat(arity > 1, arity)
+    v, slot, host = flat[wide], slot_of[wide], term_of[wide]
+    best = np.lexsort((host, slot, v))  # by variable, then slot, then term
+    v, slot, host = v[best], slot[best], host[best]
+    first = np.ones(len(v), bool)
+    first[1:] = v[1:] != v[:-1]
+    host_of, slot_in = np.full(n, -1), np.zeros(n, np.int64)
+    host_of[v[first]], slot_in[v[first]] = host[first], slot[first]
+    single = np.flatnonzero(arity == 1)
+    joins = single[host_of[flat[starts[single]]] >= 0]
+    lone = np.ones(count, bool)
+    lone[joins] = False  # inside its host
+    variable = flat[starts[joins]]
+    hosts, codes = host_of[variable], kind_of[joins] * MAX_TERM_VARIABLES + slot_in[variable]
+    by_host = np.lexsort((codes, hosts))
+    hosts, codes = hosts[by_host], codes[by_host]
+    per_host = np.bincount(hosts, minlength=count)
+    signature = np.full((count, 1 + int(per_host.max(initial=0))), -1, np.int64)
+    signature[:, 0] = kind_of
+    place = np.arange(len(hosts)) - (np.cumsum(per_host) - per_host)[hosts]
+    signature[hosts, 1 + place] = codes
+    kept = np.flatnonzero(lone)
+    unique, group = np.unique(signature[kept], axis=0, return_inverse=True)
+    if len(unique) > MAX_KINDS:
+        return None
+    group = group.ravel()
+    found = []
+    for g, row in enumerate(unique.tolist()):
+        members = kept[group == g]
+        k = int(arity[members[0]])
+        table = flat[starts[members][:, None] + np.arange(k)]
+        parts = [(c // MAX_TERM_VARIABLES, c % MAX_TERM_VARIABLES) for c in row[1:] if c >= 0]
+        found.append((row[0], parts, table))
+    return found
+
+
 _LAST: list = [None, None]  # (key, SeparableSum or None) of the last sum asked about
 
 
@@ -239,7 +295,9 @@ def _separable(f, args, wrt, cache_dir, min_terms) -> SeparableSum | None:
     if len(terms) < min_terms or len(set(wrt)) != len(wrt) or len(wrt) >= 2**31:
         return None
     position = {v: i for i, v in enumerate(wrt)}
-    shaped, first = [], {}  # per term (key, variables); the first term of each key's nodes
+    ids: dict[tuple, int] = {}  # shape key -> kind of term (in order of first use)
+    kept: list[Node] = []  # the first term of each shape
+    kind_of, arity, flat = [], [], []  # per term; its variables, all terms in a row
     offset = 0.0
     for term in terms:
         if term.op == "const":
@@ -248,40 +306,30 @@ def _separable(f, args, wrt, cache_dir, min_terms) -> SeparableSum | None:
         found = _shape(term, position)
         if found is None:
             return None
-        key, variables, order = found
+        key, variables = found
         if not variables:  # a constant not folded (a value without derivatives): not here
             return None
-        shaped.append((key, variables))
-        first.setdefault(key, order)
-    # A one-variable term joins a wider term over its variable (Rosenbrock's
-    # (1 - x[i])**2 joins 100*(x[i+1] - x[i]**2)**2): fewer kinds and passes, fewer entries.
-    # The host is where the variable comes first in its term (then the first such term), so
-    # that hosts of the same shape take their joiners at the same place: one kind, not many.
-    host_of: dict[int, int] = {}
-    best: dict[int, int] = {}
-    for t, (_, variables) in enumerate(shaped):
-        if len(variables) > 1:
-            for slot, v in enumerate(variables):
-                if slot < best.get(v, MAX_TERM_VARIABLES + 1):
-                    best[v], host_of[v] = slot, t
-    joined: dict[int, list[tuple[tuple, int]]] = {}
-    for key, variables in shaped:
-        host = host_of.get(variables[0]) if len(variables) == 1 else None
-        if host is not None:
-            joined.setdefault(host, []).append((key, shaped[host][1].index(variables[0])))
-    groups: dict[tuple, list[list[int]]] = {}
-    for t, (key, variables) in enumerate(shaped):
-        if len(variables) == 1 and variables[0] in host_of:
-            continue  # inside its host
-        groups.setdefault((key, tuple(joined.get(t, ()))), []).append(variables)
-    if len(groups) > MAX_KINDS:
-        return None  # too many kernels' worth of steps to compile
+        number = ids.setdefault(key, len(ids))
+        if number == len(kept):
+            kept.append(term)
+        kind_of.append(number)
+        arity.append(len(variables))
+        flat += variables
+    groups = _groups(np.asarray(kind_of, np.int64), np.asarray(arity, np.int64),
+                     np.asarray(flat, np.int64), len(wrt))
+    if groups is None:
+        return None  # too many kinds: too many kernels' worth of steps to compile
+    orders = []
+    for term in kept:
+        nodes: list[Node] = []
+        _shape(term, position, nodes)
+        orders.append(nodes)
     kinds = []
-    for (key, parts), rows in groups.items():
-        stand_ins = [symbol(f"_sep[{i}]") for i in range(len(rows[0]))]
-        template = _template(first[key], stand_ins)
+    for number, parts, rows in groups:
+        stand_ins = [symbol(f"_sep[{i}]") for i in range(rows.shape[1])]
+        template = _template(orders[number], stand_ins)
         if parts:
-            template = _intern("add", (template, *[_template(first[k], [stand_ins[slot]])
+            template = _intern("add", (template, *[_template(orders[k], [stand_ins[slot]])
                                                    for k, slot in parts]), None)
         kinds.append(_Kind(template, stand_ins, rows))
     if not kinds:
