@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import tempfile
 import time
 
 import numpy as np
@@ -79,8 +80,11 @@ def _sparse_hessian_report(title: str, build_f, numpy_values, casadi_f, n: int, 
     v = np.random.default_rng(1).uniform(-1, 1, n)
     # The figure, from nothing: the sparse kernels alone, as
     # sg.compile(...).derivative_kernels makes them (the templates, then the first calls).
+    # A fresh cache folder per problem: its generated files are new, so Numba compiles them
+    # (the same formulas at another size would otherwise load the machine code kept before).
+    cold = tempfile.mkdtemp(prefix="symgraph-sparse-bench-")
     separable._LAST[:] = [None, None]
-    kernels = DerivativeKernels([f], x, x, backend=BACKENDS[backend])
+    kernels = DerivativeKernels([f], x, x, backend=BACKENDS[backend], cache_dir=cold)
     t_sep, found = _clock(lambda: kernels.separable)
     t_first = _clock(lambda: (kernels.hessian_pattern(), kernels.hessian_values(point),
                               kernels.hessp(point, v)))[0]
@@ -91,7 +95,7 @@ def _sparse_hessian_report(title: str, build_f, numpy_values, casadi_f, n: int, 
           f"(templates {t_sep:.2f} s, first calls {t_first:.2f} s)")
     if value_kernel:  # sg.compile's own value+gradient, from nothing too (templates again)
         separable._LAST[:] = [None, None]
-        t_value, fn = _clock(lambda: sg.compile(f, x, backend=backend))
+        t_value, fn = _clock(lambda: sg.compile(f, x, backend=backend, cache_dir=cold))
         t_vg = _clock(lambda: fn.value_and_grad(point))[0]
         fused = fn.derivative_kernels.separable is not None
         print(f"sg.compile value+gradient: {t_value + t_vg:.2f} s to the first gradient "

@@ -158,7 +158,8 @@ class CompiledFunction:
     def _fused(self, record: Any, strategy: str) -> SeparableBuild | None:
         """A large sum of small terms (runtime.separable): value and gradient from its fused
         kernels, the symbolic kernels built only when asked for (strategy "auto" only)."""
-        if strategy != "auto" or not self.scalar or not fused_products(self.products):
+        if (strategy != "auto" or not self.scalar or self.outputs[0].op != "add"
+                or not fused_products(self.products)):
             return None
         found = separable_sum(self.outputs[0], self.args, self.wrt, backend=record,
                               cache_dir=self.cache_dir)

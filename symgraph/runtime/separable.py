@@ -164,8 +164,10 @@ class SeparableSum:
             self._slots.append(slot[start:start + size].reshape(kind.pairs[0].shape)
                                .astype(np.int32))
             start += size
-        description = [f"kind {number} ({len(kind.index)} terms over {kind.k} variables): "
-                       + line for number, kind in enumerate(kinds)
+        # (not the number of terms: the same formulas at another size are the same file,
+        # whose machine code Numba's cache keeps)
+        description = [f"kind {number} ({kind.k} variables): {line}"
+                       for number, kind in enumerate(kinds)
                        for line in describe([kind.template], ["term"])]
         source = emit_sum_kernels([kind.emitted for kind in kinds],
                                   "Fused kernels of a sum of small terms", description,
