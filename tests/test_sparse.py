@@ -266,6 +266,12 @@ def test_numba_compile_of_a_sum_of_small_terms_runs_the_fused_kernels_as_the_den
     values, gradients = fn.value_and_grad(points)  # a batch: a point at a time
     np.testing.assert_allclose(values, dense(points), rtol=1e-13)
     np.testing.assert_allclose(gradients, dense.grad(points), rtol=1e-13, atol=1e-13)
+    hessians = dense.hessian(points)  # sparse Hessians and H v of a batch: fused, per point
+    rows, cols = sg.hessian_sparsity(f, x)
+    fused = fn.derivative_kernels
+    np.testing.assert_allclose(fused.hessian_values(points), hessians[:, rows, cols],
+                               rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(fn.hessp(points, p), hessians @ p, rtol=1e-12, atol=1e-12)
     if family is _rosenbrock:
         assert value == pytest.approx(scipy_optimize.rosen(p), rel=1e-13)
         np.testing.assert_allclose(gradient, scipy_optimize.rosen_der(p), rtol=1e-12,
