@@ -298,6 +298,24 @@ def test_separable_numba_kernels_refuse_parameters_big_terms_and_few_terms():
                          backend=numba_backend, min_terms=2) is None
 
 
+@pytest.mark.parametrize("family", [_rosenbrock, _grid, _chain])
+def test_a_sum_of_small_terms_gets_the_dags_hessian_pattern_from_its_terms_shapes(family,
+                                                                                 monkeypatch):
+    from symgraph.ad import sparsity, terms
+
+    f, x = family(7 if family is _grid else 40)
+    dag = sparsity._dag_pattern(f, x)
+    monkeypatch.setattr(sparsity, "SUM_MIN_TERMS", 2)
+    sparsity._LAST_HESSIAN[:] = [None, None]
+    assert terms.sum_hessian_pattern(f, x, 2, sparsity._dag_pattern) is not None
+    rows, cols = sg.hessian_sparsity(f, x)
+    assert _pairs(rows, cols) == _pairs(*dag) and rows.dtype == cols.dtype == np.int64
+    a = sg.symbol("a")  # a parameter inside the terms: the DAG's pass
+    g = f + a * x[0] * x[1]
+    assert terms.sum_hessian_pattern(g, x, 2, sparsity._dag_pattern) is None
+    assert _pairs(*sg.hessian_sparsity(g, x)) == _pairs(*sparsity._dag_pattern(g, x))
+
+
 # -- raw kernels, from users' own @njit code -----------------------------------------------
 def test_raw_kernels_are_callable_from_user_numba_code():
     from numba import njit

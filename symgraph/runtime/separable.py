@@ -28,6 +28,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..ad.sparsity import hessian_sparsity
+from ..ad.terms import MAX_TERM_VARIABLES, split_terms, term_shape
 from ..backends.numba.sums import SumKind, emit_sum_kernels
 from ..backends.registry import BACKENDS, Backend
 from ..ir.node import Node, _intern, symbol
@@ -40,69 +41,7 @@ from ..version import __version__
 from .loading import load_source
 
 MIN_TERMS = 1_000  # below, the symbolic sparse kernels are built (they are exact and cheap)
-MAX_TERM_VARIABLES = 8
-MAX_TERM_NODES = 400
 MAX_KINDS = 32  # more kinds of term: the fused kernels would be too long to compile
-
-
-def split_terms(f: Node) -> list[Node]:
-    """The terms of `f` as a sum (nested sums flattened, left to right); [f] if not a sum."""
-    terms, stack = [], [f]
-    while stack:
-        node = stack.pop()
-        if node.op == "add":
-            stack.extend(reversed(node.args))
-        else:
-            terms.append(node)
-    return terms
-
-
-def _shape(term: Node, position: dict[Node, int], nodes: list[Node] | None = None
-           ) -> tuple[tuple, list[int]] | None:
-    """(shape key, the global positions of its variables in order of first use), or None when
-    `term` is too big or uses a symbol outside `position`; `nodes` (a list) gets its nodes in
-    topological order. The key lists, node by node: an op's name and its arguments' local
-    numbers, a variable's slot (an int), a constant (the node itself: nodes are interned).
-    The walk is `ir.traversal.topological_order`'s (leaves finished at once)."""
-    if not term.args:  # a term that is one leaf
-        if nodes is not None:
-            nodes.append(term)
-        if term.op != "symbol":
-            return (term,), []
-        where = position.get(term)
-        return None if where is None else ((0,), [where])
-    local: dict[Node, int] = {}
-    key: list = []
-    variables: list[int] = []
-    stack = [(term, iter(term.args))]
-    while stack:
-        node, pending = stack[-1]
-        for child in pending:
-            if child not in local:
-                if child.args:
-                    stack.append((child, iter(child.args)))
-                    break
-                if child.op == "symbol":
-                    where = position.get(child)
-                    if where is None or len(variables) == MAX_TERM_VARIABLES:
-                        return None
-                    key.append(len(variables))
-                    variables.append(where)
-                else:
-                    key.append(child)
-                local[child] = len(local)
-                if nodes is not None:
-                    nodes.append(child)
-        else:
-            stack.pop()
-            key.append(node.op)
-            key.append(tuple([local[a] for a in node.args]))
-            local[node] = len(local)
-            if nodes is not None:
-                nodes.append(node)
-            if len(local) > MAX_TERM_NODES:
-                return None
-    return tuple(key), variables
 
 
 def _template(order: list[Node], stand_ins: Sequence[Node]) -> Node:
@@ -305,7 +244,7 @@ def _separable(f, args, wrt, cache_dir, min_terms) -> SeparableSum | None:
         if term.op == "const":
             offset += float(term.value)  # no derivatives
             continue
-        found = _shape(term, position)
+        found = term_shape(term, position)
         if found is None:
             return None
         key, variables = found
@@ -324,7 +263,7 @@ def _separable(f, args, wrt, cache_dir, min_terms) -> SeparableSum | None:
     orders = []
     for term in kept:
         nodes: list[Node] = []
-        _shape(term, position, nodes)
+        term_shape(term, position, nodes)
         orders.append(nodes)
     kinds = []
     for number, parts, rows in groups:
