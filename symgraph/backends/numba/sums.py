@@ -26,9 +26,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 
 from ...lower.naming import docstring_text
-from ...lower.schedule import Program
+from ...lower.schedule import NAME, Program
 from ..common import INDENT, needed_preludes, operand_text, step_lines
 from .batch import vecmath_calls
 
@@ -51,6 +52,18 @@ class SumKind:
                  ) -> None:
         self.gradient, self.hessian, self.pairs = gradient, hessian, list(pairs)
         self.k = len(gradient.inputs)
+
+
+def _live(p: Program, skip_value: bool) -> Program:
+    """`p` without the steps its outputs (after the value, with `skip_value`) do not read."""
+    outputs = p.outputs[1:] if skip_value else p.outputs
+    needed = {o.value for _, o in outputs if o.kind == NAME}
+    kept = []
+    for step in reversed(p.steps):
+        if step.target in needed:
+            kept.append(step)
+            needed.update(o.value for o in step.operands if o.kind == NAME)
+    return replace(p, steps=tuple(reversed(kept)))
 
 
 def _renamed(p: Program, suffix: str, indent: str) -> tuple[list[str], list[str], list[str]]:
@@ -84,7 +97,8 @@ def _value(kinds: Sequence[SumKind]) -> list[str]:
     tables = "".join(f", _i{n}" for n in range(len(kinds)))
     lines = [JIT_SUM, f"def value(_x{tables}):", f'{_I1}"""The sum at _x."""', f"{_I1}_f = 0.0"]
     for n, kind in enumerate(kinds):
-        head, outputs = _loop(n, kind.gradient)
+        value = replace(kind.gradient, outputs=kind.gradient.outputs[:1])
+        head, outputs = _loop(n, _live(value, False))
         lines += [*head, f"{_I2}_f += {outputs[0]}"]
     return lines + [f"{_I1}return _f"]
 
@@ -106,7 +120,7 @@ def _hessian(kinds: Sequence[SumKind]) -> list[str]:
              f'{_I1}"""Each term\'s lower-triangle Hessian entries added into _h at the '
              'pattern\'s slots."""']
     for n, kind in enumerate(kinds):
-        head, outputs = _loop(n, kind.hessian)
+        head, outputs = _loop(n, _live(kind.hessian, True))
         lines += [*head, f"{_I2}_slot = _s{n}[_t]"]
         lines += [f"{_I2}_h[_slot[{e}]] += {o}" for e, o in enumerate(outputs[1:])]
     return lines
@@ -118,7 +132,7 @@ def _hessp(kinds: Sequence[SumKind]) -> list[str]:
              f'{_I1}"""Each term\'s local Hessian times the local part of _v, added into '
              '_r."""']
     for n, kind in enumerate(kinds):
-        head, outputs = _loop(n, kind.hessian)
+        head, outputs = _loop(n, _live(kind.hessian, True))
         lines += head
         lines += [f"{_I2}_v{j} = _v[_row[{j}]]" for j in range(kind.k)]
         sums: list[list[str]] = [[] for _ in range(kind.k)]
