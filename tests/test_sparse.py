@@ -242,6 +242,10 @@ def test_separable_numba_kernels_give_the_symbolic_pattern_value_gradient_hessia
         np.testing.assert_allclose(found.hessian_values(p), dense[rows, cols], rtol=1e-13,
                                    atol=1e-13)
         np.testing.assert_allclose(found.hessp(p, v), dense @ v, rtol=1e-12, atol=1e-12)
+    with pytest.raises(ValueError, match="point of"):  # the kernels index unchecked
+        found.hessian_values(p[:-1])
+    with pytest.raises(ValueError, match="vector"):
+        found.hessp(p, v[:-1])
 
 
 @pytest.mark.parametrize("family", [_rosenbrock, _chain])

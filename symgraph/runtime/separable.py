@@ -90,8 +90,10 @@ class SeparableSum:
     first call."""
 
     def __init__(self, kinds: list[_Kind], n: int, columns: np.ndarray | None,
-                 cache_dir: str | os.PathLike | None = None, offset: float = 0.0) -> None:
+                 cache_dir: str | os.PathLike | None = None, offset: float = 0.0,
+                 size: int | None = None) -> None:
         self.kinds, self.n, self.columns = kinds, n, columns
+        self.size = n if size is None else size  # values in a point (the arguments)
         self.offset = offset  # the sum's constant terms
         keys = np.concatenate([(r * n + c).ravel() for r, c in (k.pairs for k in kinds)])
         unique, slot = np.unique(keys, return_inverse=True)
@@ -133,7 +135,16 @@ class SeparableSum:
 
     def _x(self, point: np.ndarray) -> np.ndarray:
         point = np.ascontiguousarray(point, dtype=np.float64)
+        if point.shape != (self.size,):  # the kernels index it unchecked
+            raise ValueError(f"expected a point of {self.size} values, got shape "
+                             f"{point.shape}")
         return point if self.columns is None else np.ascontiguousarray(point[self.columns])
+
+    def _vector(self, v: np.ndarray, what: str) -> np.ndarray:
+        v = np.ascontiguousarray(v, dtype=np.float64)
+        if v.shape != (self.n,):
+            raise ValueError(f"{what} needs {self.n} values, got shape {v.shape}")
+        return v
 
     def value(self, point: np.ndarray) -> float:
         return self.kernel("value")(self._x(point), *self._tables) + self.offset
@@ -143,6 +154,10 @@ class SeparableSum:
         """(value, gradient); `gradient` (float64, C order, n values): filled and returned."""
         if gradient is None:
             gradient = np.zeros(self.n)
+        elif not (gradient.shape == (self.n,) and gradient.dtype == np.float64
+                  and gradient.flags.c_contiguous and gradient.flags.writeable):
+            raise ValueError(f"the gradient goes into a writeable float64 C-ordered array of "
+                             f"{self.n} values")
         else:
             gradient[:] = 0.0
         value = self.kernel("value_grad")(self._x(point), gradient, *self._tables)
@@ -154,7 +169,7 @@ class SeparableSum:
         return values
 
     def hessp(self, point: np.ndarray, v: np.ndarray) -> np.ndarray:
-        v = np.ascontiguousarray(v, dtype=np.float64)
+        v = self._vector(v, "hessp's vector")
         result = np.zeros(self.n)
         self.kernel("hessp")(self._x(point), v, result, *self._tables)
         return result
@@ -278,4 +293,5 @@ def _separable(f, args, wrt, cache_dir, min_terms) -> SeparableSum | None:
     arg_position = {a: i for i, a in enumerate(args)}
     columns = np.asarray([arg_position[v] for v in wrt], dtype=np.int64)
     same = len(args) == len(wrt) and bool((columns == np.arange(len(wrt))).all())
-    return SeparableSum(kinds, len(wrt), None if same else columns, cache_dir, offset)
+    return SeparableSum(kinds, len(wrt), None if same else columns, cache_dir, offset,
+                        len(args))
