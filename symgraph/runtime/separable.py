@@ -209,13 +209,16 @@ def _groups(kind_of: np.ndarray, arity: np.ndarray, flat: np.ndarray, n: int
     place = np.arange(len(hosts)) - (np.cumsum(per_host) - per_host)[hosts]
     signature[hosts, 1 + place] = codes
     kept = np.flatnonzero(lone)
-    unique, group = np.unique(signature[kept], axis=0, return_inverse=True)
-    if len(unique) > MAX_KINDS:
+    rows = signature[kept]
+    order = np.lexsort(rows.T[::-1])  # rows sorted (np.unique(axis=0) is slower)
+    rows, kept = rows[order], kept[order]
+    starts_of = np.flatnonzero(np.r_[True, (rows[1:] != rows[:-1]).any(axis=1)])
+    if len(starts_of) > MAX_KINDS:
         return None
-    group = group.ravel()
     found = []
-    for g, row in enumerate(unique.tolist()):
-        members = kept[group == g]
+    for g, first in enumerate(starts_of.tolist()):
+        row = rows[first].tolist()
+        members = np.sort(kept[first:starts_of[g + 1] if g + 1 < len(starts_of) else None])
         k = int(arity[members[0]])
         table = flat[starts[members][:, None] + np.arange(k)]
         parts = [(c // MAX_TERM_VARIABLES, c % MAX_TERM_VARIABLES) for c in row[1:] if c >= 0]
