@@ -2,12 +2,16 @@
 
     python -m benchmarks.sparse [--n 10000,100000] [--grid 300] [--chain 100000] [--states 1000]
 
-1. Chained Rosenbrock, n variables (10^4 and 10^5): time to build the expression, its Hessian
-   pattern, the value+gradient kernel, and the sparse-Hessian and hessp kernels (built and
-   compiled: one template kernel per kind of term, runtime.separable), then the sparse
-   Hessian's evaluation against a hand-written vectorised NumPy one (values in the same order;
-   CSR assembly separately), the symbolic sparse kernels up to --symbolic-max variables, and
-   CasADi's `hessian` + `Function` where CasADi installs.
+1. Chained Rosenbrock, n variables (10^4 and 10^5): time to build the expression and
+   `sg.hessian_sparsity`; then, from nothing (a fresh cache folder per problem, so every
+   kernel is compiled), the pattern, sparse-Hessian and hessp kernels built and compiled
+   (runtime.separable: the terms' shapes, one generated module of fused loops per kind of
+   term, backends.numba.sums) and `sg.compile`'s own value+gradient (the same fused kernels);
+   the value+gradient against SciPy's rosen + rosen_der, the sparse Hessian's evaluation
+   against a hand-written vectorised NumPy one (values in the same order; CSR assembly
+   separately), the symbolic sparse kernels up to --symbolic-max variables, CasADi's
+   `hessian` + `Function` where CasADi installs, and at the largest n
+   `sg.optimize.minimize(method="trust-constr")` end to end. The run has one OpenBLAS thread.
 2. A 2-D Laplacian-type energy on a grid x grid lattice, the same figures.
 3. A chain of log/exp/sin terms over three variables, a family nothing was tuned on: the
    same figures but NumPy's.
