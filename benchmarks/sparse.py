@@ -90,14 +90,17 @@ def _sparse_hessian_report(title: str, build_f, numpy_values, casadi_f, n: int, 
     cold = tempfile.mkdtemp(prefix="symgraph-sparse-bench-")
     separable._LAST[:] = [None, None]
     kernels = DerivativeKernels([f], x, x, backend=BACKENDS[backend], cache_dir=cold)
+    cpu = time.process_time()
     t_sep, found = _clock(lambda: kernels.separable)
     t_first = _clock(lambda: (kernels.hessian_pattern(), kernels.hessian_values(point),
                               kernels.hessp(point, v)))[0]
+    cpu = time.process_time() - cpu  # this process's share of the shared cores
     kinds = "none" if found is None else ", ".join(
         f"{len(k.index)} x {k.k}" for k in found.kinds)
     print(f"sums of small terms: kinds (terms x variables) {kinds}")
     print(f"pattern + sparse Hessian + hessp built and compiled: {t_sep + t_first:.2f} s "
-          f"(templates {t_sep:.2f} s, first calls {t_first:.2f} s)")
+          f"(templates {t_sep:.2f} s, first calls {t_first:.2f} s; CPU time {cpu:.2f} s, "
+          f"load {os.getloadavg()[0]:.1f})")
     if value_kernel:  # sg.compile's own value+gradient, from nothing too (templates again)
         separable._LAST[:] = [None, None]
         t_value, fn = _clock(lambda: sg.compile(f, x, backend=backend, cache_dir=cold))
