@@ -23,6 +23,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import sys
 import tempfile
@@ -32,6 +33,7 @@ import numpy as np
 
 import symgraph as sg
 from symgraph import integrate as sg_integrate
+from symgraph.ad import sparsity
 from symgraph.backends.registry import BACKENDS
 from symgraph.runtime import separable
 from symgraph.runtime.sparse import DerivativeKernels
@@ -147,6 +149,10 @@ def _sparse_hessian_report(title: str, build_f, numpy_values, casadi_f, n: int, 
               f"evaluation {t_sym * 1e3:.3f} ms ({t_sym / t_ours:.2f}x the template path's); "
               f"values agree to {agree:.1e}")
     _casadi(casadi_f, n, point, t_ours)
+    # The problem's graph let go before the next one (the kept last sum and pattern hold it)
+    separable._LAST[:] = [None, None]
+    sparsity._LAST_HESSIAN[:] = [None, None]
+    gc.collect()
 
 
 def _casadi(casadi_f, n: int, point, t_ours: float) -> None:
