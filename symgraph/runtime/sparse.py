@@ -163,8 +163,10 @@ class DerivativeKernels:
         if separable is not None and np.ndim(x) == 1:
             return separable.hessian_values(x)
         if separable is not None and np.ndim(x) == 2:  # a batch: a point at a time
-            return np.stack([separable.hessian_values(p) for p in x]).reshape(
-                len(x), separable.nnz)
+            values = np.empty((len(x), separable.nnz))
+            for row, p in zip(values, x):
+                row[:] = separable.hessian_values(p)
+            return values
         return self.kernel("sparse_hess")(x)
 
     def _layout(self, kind: str) -> CsrLayout:
@@ -212,10 +214,13 @@ class DerivativeKernels:
             if np.ndim(x) == 1 and np.ndim(v) == 1:
                 return separable.hessp(x, v)
             x2, v2 = np.atleast_2d(x), np.atleast_2d(v)  # a batch: a point at a time
-            rows = max(len(x2), len(v2))
+            rows = np.broadcast_shapes((len(x2),), (len(v2),))[0]
             x2 = np.broadcast_to(x2, (rows, x2.shape[1]))
             v2 = np.broadcast_to(v2, (rows, v2.shape[1]))
-            return np.stack([separable.hessp(p, w) for p, w in zip(x2, v2)])
+            result = np.empty((rows, len(self.wrt)))
+            for row, p, w in zip(result, x2, v2):
+                row[:] = separable.hessp(p, w)
+            return result
         return self._with("hessp", x, v, len(self.wrt))
 
     def jvp(self, x: np.ndarray, v: Any) -> np.ndarray:
