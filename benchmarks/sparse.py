@@ -2,12 +2,16 @@
 
     python -m benchmarks.sparse [--n 10000,100000] [--grid 300] [--chain 100000] [--states 1000]
 
-1. Chained Rosenbrock, n variables (10^4 and 10^5): time to build the expression, its Hessian
-   pattern, the value+gradient kernel, and the sparse-Hessian and hessp kernels (built and
-   compiled: one template kernel per kind of term, runtime.separable), then the sparse
-   Hessian's evaluation against a hand-written vectorised NumPy one (values in the same order;
-   CSR assembly separately), the symbolic sparse kernels up to --symbolic-max variables, and
-   CasADi's `hessian` + `Function` where CasADi installs.
+1. Chained Rosenbrock, n variables (10^4 and 10^5): time to build the expression and
+   `sg.hessian_sparsity`; then, from nothing (a fresh cache folder per problem, so every
+   kernel is compiled), the pattern, sparse-Hessian and hessp kernels built and compiled
+   (runtime.separable: the terms' shapes, one generated module of fused loops per kind of
+   term, backends.numba.sums) and `sg.compile`'s own value+gradient (the same fused kernels);
+   the value+gradient against SciPy's rosen + rosen_der, the sparse Hessian's evaluation
+   against a hand-written vectorised NumPy one (values in the same order; CSR assembly
+   separately), the symbolic sparse kernels up to --symbolic-max variables, CasADi's
+   `hessian` + `Function` where CasADi installs, and at the largest n
+   `sg.optimize.minimize(method="trust-constr")` end to end. The run has one OpenBLAS thread.
 2. A 2-D Laplacian-type energy on a grid x grid lattice, the same figures.
 3. A chain of log/exp/sin terms over three variables, a family nothing was tuned on: the
    same figures but NumPy's.
@@ -19,14 +23,19 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import os
+import sys
+import tempfile
 import time
 
 import numpy as np
 
 import symgraph as sg
 from symgraph import integrate as sg_integrate
+from symgraph.ad import sparsity
 from symgraph.backends.registry import BACKENDS
+from symgraph.runtime import separable
 from symgraph.runtime.sparse import DerivativeKernels
 
 
@@ -62,7 +71,8 @@ def _ratios(ours, theirs, repeats: int = 3) -> tuple[float, float, float]:
 
 
 def _sparse_hessian_report(title: str, build_f, numpy_values, casadi_f, n: int, backend: str,
-                           symbolic_max: int, value_kernel: bool = True) -> None:
+                           symbolic_max: int, value_kernel: bool = True,
+                           gradient=None) -> None:
     """Setup and evaluation figures of one sparse Hessian problem. The kernels a user gets
     from `fn.hessian(x, sparse=True)` and `fn.hessp`: for a large sum of small terms, one
     template kernel per kind of term (runtime.separable); the symbolic sparse kernels (the
@@ -71,25 +81,49 @@ def _sparse_hessian_report(title: str, build_f, numpy_values, casadi_f, n: int, 
     print(f"\n== {title}: {n} variables ==")
     t_expr, (f, x) = _clock(build_f)
     t_pattern, (rows, cols) = _clock(lambda: sg.hessian_sparsity(f, x))
-    print(f"expression {t_expr:.2f} s; Hessian pattern from the DAG {t_pattern:.2f} s "
+    print(f"expression {t_expr:.2f} s; sg.hessian_sparsity {t_pattern:.2f} s "
           f"({len(rows)} nonzeros)")
-    if value_kernel:
-        t_value, fn = _clock(lambda: sg.compile(f, x, backend=backend))
-        kernels = fn.derivative_kernels
-    else:  # the sparse kernels alone, as sg.compile(...).derivative_kernels makes them
-        t_value, fn = None, None
-        kernels = DerivativeKernels([f], x, x, backend=BACKENDS[backend])
     point = np.random.default_rng(0).uniform(-1, 1, n)
     v = np.random.default_rng(1).uniform(-1, 1, n)
-    t_sep, separable = _clock(lambda: kernels.separable)
-    t_first = _clock(lambda: (kernels.hessian_values(point), kernels.hessp(point, v)))[0]
-    kinds = "none" if separable is None else ", ".join(
-        f"{len(k.index)} x {k.k}" for k in separable.kinds)
-    value = "not built" if fn is None else f"{t_value:.2f} s (strategy {fn.strategy})"
-    print(f"value+gradient kernel {value}; sums of small terms: kinds (terms x variables) "
-          f"{kinds}")
+    # The issue's figure, from nothing: the sparse kernels alone, as
+    # sg.compile(...).derivative_kernels makes them (the templates, then the first calls).
+    # A fresh cache folder per problem: its generated files are new, so Numba compiles them
+    # (the same formulas at another size would otherwise load the machine code kept before).
+    cold = tempfile.mkdtemp(prefix="symgraph-sparse-bench-")
+    separable._LAST[:] = [None, None]
+    kernels = DerivativeKernels([f], x, x, backend=BACKENDS[backend], cache_dir=cold)
+    cpu = time.process_time()
+    t_sep, found = _clock(lambda: kernels.separable)
+    t_first = _clock(lambda: (kernels.hessian_pattern(), kernels.hessian_values(point),
+                              kernels.hessp(point, v)))[0]
+    cpu = time.process_time() - cpu  # this process's share of the shared cores
+    kinds = "none" if found is None else ", ".join(
+        f"{len(k.index)} x {k.k}" for k in found.kinds)
+    print(f"sums of small terms: kinds (terms x variables) {kinds}")
     print(f"pattern + sparse Hessian + hessp built and compiled: {t_sep + t_first:.2f} s "
-          f"(templates {t_sep:.2f} s, first calls {t_first:.2f} s)")
+          f"(templates {t_sep:.2f} s, first calls {t_first:.2f} s; CPU time {cpu:.2f} s, "
+          f"load {os.getloadavg()[0]:.1f})")
+    if value_kernel:  # sg.compile's own value+gradient, from nothing too (templates again)
+        separable._LAST[:] = [None, None]
+        t_value, fn = _clock(lambda: sg.compile(f, x, backend=backend, cache_dir=cold))
+        t_vg = _clock(lambda: fn.value_and_grad(point))[0]
+        fused = fn.derivative_kernels.separable is not None
+        print(f"sg.compile value+gradient: {t_value + t_vg:.2f} s to the first gradient "
+              f"(compile {t_value:.2f} s, first call {t_vg:.2f} s; "
+              f"{'fused sum kernels' if fused else 'strategy ' + fn.strategy})")
+        kernels = fn.derivative_kernels
+        if gradient is not None:
+            value, g = fn.value_and_grad(point)
+            ref_value, ref_g = gradient(point)
+            assert np.isclose(value, ref_value, rtol=1e-12)
+            assert np.allclose(g, ref_g, rtol=1e-12, atol=1e-9), "gradient differs"
+            t_ours, worst, best = _ratios(lambda: fn.value_and_grad(point),
+                                          lambda: gradient(point))
+            print(f"value+gradient: symgraph {t_ours * 1e3:.3f} ms, {best:.2f}x-{worst:.2f}x "
+                  "SciPy/NumPy (rosen + rosen_der; 3 paired runs, best-worst)")
+        else:
+            print(f"value+gradient: symgraph "
+                  f"{_timed_eval(lambda: fn.value_and_grad(point)) * 1e3:.3f} ms")
     pattern = kernels.hessian_pattern()
     assert np.array_equal(pattern[0], rows) and np.array_equal(pattern[1], cols)
     ours = kernels.hessian_values(point)
@@ -115,6 +149,10 @@ def _sparse_hessian_report(title: str, build_f, numpy_values, casadi_f, n: int, 
               f"evaluation {t_sym * 1e3:.3f} ms ({t_sym / t_ours:.2f}x the template path's); "
               f"values agree to {agree:.1e}")
     _casadi(casadi_f, n, point, t_ours)
+    # The problem's graph let go before the next one (the kept last sum and pattern hold it)
+    separable._LAST[:] = [None, None]
+    sparsity._LAST_HESSIAN[:] = [None, None]
+    gc.collect()
 
 
 def _casadi(casadi_f, n: int, point, t_ours: float) -> None:
@@ -155,6 +193,31 @@ def rosenbrock_numpy_values(p: np.ndarray) -> np.ndarray:
     out[0::2] = diag
     out[1::2] = off
     return out
+
+
+def rosen_value_grad(p: np.ndarray):
+    from scipy.optimize import rosen, rosen_der
+
+    return rosen(p), rosen_der(p)
+
+
+def _minimize_report(n: int, backend: str) -> None:
+    """sg.optimize.minimize(method="trust-constr") end to end: expression to solution, from
+    nothing (no sum kept from before, a fresh cache folder: every kernel compiled)."""
+    separable._LAST[:] = [None, None]
+    os.environ["SYMGRAPH_CACHE_DIR"] = tempfile.mkdtemp(prefix="symgraph-sparse-bench-")
+    start = time.perf_counter()
+    f, x = rosenbrock(n)
+    t_expr = time.perf_counter() - start
+    x0 = np.full(n, 0.5)
+    result = sg.optimize.minimize(f, x, x0, method="trust-constr", backend=backend,
+                                  options={"gtol": 1e-8, "maxiter": 200})
+    total = time.perf_counter() - start
+    error = np.abs(result.x - 1.0).max()
+    print(f"minimize(method='trust-constr'), {n} variables from 0.5: {total:.2f} s in all "
+          f"(expression {t_expr:.2f} s, compile and solve {total - t_expr:.2f} s), "
+          f"{result.nit} iterations, {result.nfev} values, {result.njev} gradients, "
+          f"{result.nhev} Hessians; max |x - 1| = {error:.1e} ({result.message})")
 
 
 def rosenbrock_casadi(ca, x):
@@ -278,7 +341,7 @@ def main() -> None:
     parser.add_argument("--grid", type=int, default=300)
     parser.add_argument("--chain", type=int, default=100_000, help="the held-out family's size")
     parser.add_argument("--no-value-kernel", action="store_true",
-                        help="skip sg.compile's value+gradient kernel (minutes at 10^5)")
+                        help="skip sg.compile's value+gradient kernel and the minimize run")
     parser.add_argument("--symbolic-max", type=int, default=10_000,
                         help="largest size whose symbolic sparse kernels are built too")
     parser.add_argument("--states", type=int, default=1000)
@@ -286,13 +349,22 @@ def main() -> None:
     parser.add_argument("--parts", default="rosenbrock,grid,chain,ode",
                         help="comma-separated: rosenbrock, grid, chain, ode")
     a = parser.parse_args()
+    if "OPENBLAS_NUM_THREADS" not in os.environ:
+        # One BLAS thread: on a loaded machine OpenBLAS's threads make each of trust-constr's
+        # dot products of 10^5 values 13 ms instead of 0.02 (measured here); NumPy's own
+        # Hessian and the kernels use no BLAS. Set before NumPy loads it: the run starts over.
+        os.execve(sys.executable, [sys.executable, "-m", "benchmarks.sparse", *sys.argv[1:]],
+                  {**os.environ, "OPENBLAS_NUM_THREADS": "1"})
     parts = set(a.parts.split(","))
-    print(f"load average {os.getloadavg()[0]:.2f} at the start")
+    print(f"load average {os.getloadavg()[0]:.2f} at the start; OPENBLAS_NUM_THREADS="
+          f"{os.environ['OPENBLAS_NUM_THREADS']}")
     if "rosenbrock" in parts:
         for n in map(int, a.n.split(",")):
             _sparse_hessian_report("Chained Rosenbrock", lambda n=n: rosenbrock(n),
                                    rosenbrock_numpy_values, rosenbrock_casadi, n, a.backend,
-                                   a.symbolic_max, not a.no_value_kernel)
+                                   a.symbolic_max, not a.no_value_kernel, rosen_value_grad)
+            if n == max(map(int, a.n.split(","))) and not a.no_value_kernel:
+                _minimize_report(n, a.backend)
     if "grid" in parts:
         _sparse_hessian_report(f"2-D Laplacian-type energy {a.grid}x{a.grid}",
                                lambda: grid_energy(a.grid), grid_numpy_values(a.grid),

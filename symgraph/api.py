@@ -43,6 +43,8 @@ from .runtime.checked import checked_batch, checked_row, fill_gradient
 from .runtime.interpret import Pending
 from .runtime.points import PointEntries, checked_floats
 from .runtime.reduction import compile_reduced
+from .runtime.separable import separable_sum
+from .runtime.separable_build import SeparableBuild, fused_products
 from .runtime.sparse import DerivativeKernels
 
 _F64 = np.dtype(np.float64)
@@ -137,9 +139,9 @@ class CompiledFunction:
         self.has_hessian = hessian and self.scalar
         # With nothing to differentiate by (wrt=[]) the derivative kernels would copy `value`.
         self.products = products_for(self.scalar, self.has_hessian, bool(self.wrt))
-        self._built = built = build(self.outputs, self.args, self.wrt, backend=record,
-                                    products=self.products, cache_dir=cache_dir,
-                                    strategy=strategy)
+        self._built = built = self._fused(record, strategy) or build(
+            self.outputs, self.args, self.wrt, backend=record, products=self.products,
+            cache_dir=cache_dir, strategy=strategy)
         self.strategy = built.strategy
         self._n, self._m, self._k = len(self.args), len(self.outputs), len(self.wrt)
         self._rows = {name: _Row(kernel) for name, kernel in built.rows.items()}
@@ -153,6 +155,20 @@ class CompiledFunction:
         self._bind_all()
         if not built.made:
             built.on_switch.append(self._bind_module)
+
+    def _fused(self, record: Any, strategy: str) -> SeparableBuild | None:
+        """A large sum of small terms (runtime.separable): value and gradient from its fused
+        kernels, the symbolic kernels built only when asked for (strategy "auto" only)."""
+        if (strategy != "auto" or not self.scalar or self.outputs[0].op != "add"
+                or not fused_products(self.products)):
+            return None
+        found = separable_sum(self.outputs[0], self.args, self.wrt, backend=record,
+                              cache_dir=self.cache_dir)
+        if found is None:
+            return None
+        return SeparableBuild(found, self.products, strategy, lambda: build(
+            self.outputs, self.args, self.wrt, backend=record, products=self.products,
+            cache_dir=self.cache_dir, strategy=strategy))
 
     def _bind_module(self, module: Any) -> None:
         self._points = PointEntries(module, self._n, self._bind_all)
@@ -449,7 +465,9 @@ class CompiledFunction:
 
     def __repr__(self) -> str:
         names = ", ".join(a.value for a in self.args)
-        where = self.path if self._built.made else "interpreted first calls"
+        where = self.path if self._built.made else (
+            "fused sum kernels" if isinstance(self._built, SeparableBuild)
+            else "interpreted first calls")
         return f"<CompiledFunction ({names}) -> {self._m} output(s), {self.backend}: {where}>"
 
     def _repr_latex_(self) -> str:

@@ -187,11 +187,14 @@ def test_rosenbrock_agrees_with_scipys_reference_functions(n):
 @pytest.mark.slow
 @pytest.mark.skipif(os.environ.get("SYMGRAPH_BIG_TESTS") != "1",
                     reason="minutes on a shared machine: set SYMGRAPH_BIG_TESTS=1")
-def test_rosenbrock_hessp_and_sparse_hessian_at_a_hundred_thousand_variables():
+def test_rosenbrock_gradient_hessp_and_sparse_hessian_at_a_hundred_thousand_variables():
     n = 100_000
     f, x = _rosenbrock(n)
-    fn = sg.compile(f, x, strategy="tape")
+    fn = sg.compile(f, x)  # value and gradient: the fused sum kernels
     p, v = np.random.default_rng(1).uniform(-1.5, 1.5, (2, n))
+    value, gradient = fn.value_and_grad(p)
+    assert value == pytest.approx(scipy_optimize.rosen(p), rel=1e-12)
+    np.testing.assert_allclose(gradient, scipy_optimize.rosen_der(p), rtol=1e-12, atol=1e-8)
     expected = scipy_optimize.rosen_hess_prod(p, v)
     np.testing.assert_allclose(fn.hessp(p, v), expected, rtol=1e-12, atol=1e-8)
     np.testing.assert_allclose(fn.hessian(p, sparse=True) @ v, expected, rtol=1e-12, atol=1e-8)
@@ -215,26 +218,71 @@ def _chain(n: int):
 
 
 @pytest.mark.parametrize("family", [_rosenbrock, _grid, _chain])
-def test_separable_numba_kernels_give_the_symbolic_pattern_hessian_and_hessp(family,
-                                                                            monkeypatch):
+def test_separable_numba_kernels_give_the_symbolic_pattern_value_gradient_hessian_and_hessp(
+        family):
     from symgraph.backends.registry import BACKENDS
     from symgraph.runtime import separable
 
-    monkeypatch.setattr(separable, "FEW_TERMS", 4)  # big kinds compiled, the ends in Python
     f, x = family(6 if family is _grid else 30)
     fn = sg.compile(f, x, backend="python")
     found = separable.separable_sum(f, x, x, backend=BACKENDS["numba"], min_terms=2)
     assert found is not None
-    assert any(len(kind.index) >= 4 for kind in found.kinds)  # one compiled, at least
+    assert len(found.kinds) >= 2  # a chain's ends, a grid's edges: loops of their own
     rows, cols = sg.hessian_sparsity(f, x)
     assert _pairs(*found.pattern) == _pairs(rows, cols)
     rng = np.random.default_rng(3)
     for _ in range(3):
         p, v = rng.uniform(-1.5, 1.5, (2, len(x)))
+        value, gradient = fn.value_and_grad(p)
+        assert found.value(p) == pytest.approx(value, rel=1e-13)
+        fused_value, fused_gradient = found.value_and_grad(p)
+        assert fused_value == pytest.approx(value, rel=1e-13)
+        np.testing.assert_allclose(fused_gradient, gradient, rtol=1e-13, atol=1e-13)
         dense = fn.hessian(p)
         np.testing.assert_allclose(found.hessian_values(p), dense[rows, cols], rtol=1e-13,
                                    atol=1e-13)
         np.testing.assert_allclose(found.hessp(p, v), dense @ v, rtol=1e-12, atol=1e-12)
+    with pytest.raises(ValueError, match="point of"):  # the kernels index unchecked
+        found.hessian_values(p[:-1])
+    with pytest.raises(ValueError, match="vector"):
+        found.hessp(p, v[:-1])
+
+
+@pytest.mark.parametrize("family", [_rosenbrock, _chain])
+def test_numba_compile_of_a_sum_of_small_terms_runs_the_fused_kernels_as_the_dense_ones(
+        family, monkeypatch):
+    from symgraph.runtime import separable
+    from symgraph.runtime.separable_build import SeparableBuild
+
+    monkeypatch.setattr(separable, "MIN_TERMS", 2)  # the rule at 10^3 terms, on 20
+    f, x = family(20)
+    fn = sg.compile(f, x)
+    assert isinstance(fn._built, SeparableBuild) and "fused" in repr(fn)
+    dense = sg.compile(f, x, backend="python")
+    rng = np.random.default_rng(5)
+    p, points = rng.uniform(-1.5, 1.5, len(x)), rng.uniform(-1.5, 1.5, (3, len(x)))
+    value, gradient = fn.value_and_grad(p)
+    assert value == pytest.approx(dense(p), rel=1e-13) and fn(p) == pytest.approx(value)
+    np.testing.assert_allclose(gradient, dense.grad(p), rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(fn.grad(*p), gradient, rtol=1e-15)  # floats, one by one
+    out = np.empty(len(x))
+    assert fn.value_and_grad(p, out=out) == value and np.array_equal(out, gradient)
+    values, gradients = fn.value_and_grad(points)  # a batch: a point at a time
+    np.testing.assert_allclose(values, dense(points), rtol=1e-13)
+    np.testing.assert_allclose(gradients, dense.grad(points), rtol=1e-13, atol=1e-13)
+    hessians = dense.hessian(points)  # sparse Hessians and H v of a batch: fused, per point
+    rows, cols = sg.hessian_sparsity(f, x)
+    fused = fn.derivative_kernels
+    np.testing.assert_allclose(fused.hessian_values(points), hessians[:, rows, cols],
+                               rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(fn.hessp(points, p), hessians @ p, rtol=1e-12, atol=1e-12)
+    if family is _rosenbrock:
+        assert value == pytest.approx(scipy_optimize.rosen(p), rel=1e-13)
+        np.testing.assert_allclose(gradient, scipy_optimize.rosen_der(p), rtol=1e-12,
+                                   atol=1e-9)
+    with pytest.raises(ValueError, match="value"):
+        fn.value_and_grad(p[:-1])
+    assert fn.op_counts()["value_grad"] > 0  # the symbolic programs, made when asked for
 
 
 def test_separable_numba_kernels_refuse_parameters_big_terms_and_few_terms():
@@ -252,6 +300,24 @@ def test_separable_numba_kernels_refuse_parameters_big_terms_and_few_terms():
     y = [sg.symbol(f"y{i}") for i in range(9)]  # one term over 9 variables: too wide
     assert separable_sum(sg.apply("add", sg.apply("mul", *y) ** 2, y[0] ** 3), y, y,
                          backend=numba_backend, min_terms=2) is None
+
+
+@pytest.mark.parametrize("family", [_rosenbrock, _grid, _chain])
+def test_a_sum_of_small_terms_gets_the_dags_hessian_pattern_from_its_terms_shapes(family,
+                                                                                 monkeypatch):
+    from symgraph.ad import sparsity, terms
+
+    f, x = family(7 if family is _grid else 40)
+    dag = sparsity._dag_pattern(f, x)
+    monkeypatch.setattr(sparsity, "SUM_MIN_TERMS", 2)
+    sparsity._LAST_HESSIAN[:] = [None, None]
+    assert terms.sum_hessian_pattern(f, x, 2, sparsity._dag_pattern) is not None
+    rows, cols = sg.hessian_sparsity(f, x)
+    assert _pairs(rows, cols) == _pairs(*dag) and rows.dtype == cols.dtype == np.int64
+    a = sg.symbol("a")  # a parameter inside the terms: the DAG's pass
+    g = f + a * x[0] * x[1]
+    assert terms.sum_hessian_pattern(g, x, 2, sparsity._dag_pattern) is None
+    assert _pairs(*sg.hessian_sparsity(g, x)) == _pairs(*sparsity._dag_pattern(g, x))
 
 
 # -- raw kernels, from users' own @njit code -----------------------------------------------

@@ -12,6 +12,8 @@ partials on stand-in symbols, so the pattern is that of the symbolic Hessian (``
 
 Patterns come as (rows, cols) int64 arrays sorted row by row; Hessians give the lower triangle
 (rows >= cols). Every pass is iterative; sets are shared between nodes where they are equal.
+A sum of at least `SUM_MIN_TERMS` small terms over the variables alone gets its Hessian
+pattern from one term per shape (ad.terms): the same pattern, without the pass over 10^6 nodes.
 """
 
 from __future__ import annotations
@@ -25,12 +27,14 @@ from ..ir.node import Node, apply, symbol
 from ..ir.ops import OPS
 from ..ir.opspec import generation
 from ..ir.traversal import bulk, topological_order
+from .terms import sum_hessian_pattern
 
 _EMPTY: frozenset[int] = frozenset()
 # (op, arity) -> (differentiable argument positions, interacting pairs (i, j), i <= j)
 _LOCAL: dict[tuple[str, int], tuple] = {}
 _NO_RULE = ((), ())
 _WIDE = 6  # n-ary ops wider than this reuse the rule learnt at this width
+SUM_MIN_TERMS = 1_000  # a sum of this many small terms: its pattern from its terms' shapes
 
 
 def _learn(op: str, arity: int) -> tuple[tuple[int, ...], tuple[tuple[int, int], ...]]:
@@ -196,6 +200,12 @@ def hessian_sparsity(f, wrt: Sequence | None = None) -> tuple[np.ndarray, np.nda
 
 
 def _hessian_pattern(f: Node, wrt: Sequence[Node]) -> tuple[np.ndarray, np.ndarray]:
+    # A large sum of small terms: one term's pattern per shape (seconds less at 10^5 terms)
+    found = sum_hessian_pattern(f, wrt, SUM_MIN_TERMS, _dag_pattern)
+    return _dag_pattern(f, wrt) if found is None else found
+
+
+def _dag_pattern(f: Node, wrt: Sequence[Node]) -> tuple[np.ndarray, np.ndarray]:
     state = _Pass([f], wrt)
     live = _adjoint_live(state, [f])
     neighbours: dict[int, set[int]] = {}

@@ -1,4 +1,4 @@
-"""Sparse Hessians of large sums of small terms, from one small kernel per kind of term.
+"""Value, gradient, sparse Hessian and H v of large sums of small terms, kind by kind.
 
 Chained, banded and grid energies are sums of many terms, each over a few variables, and
 most terms are the same formula on other variables (Rosenbrock's ``100*(x[i+1] - x[i]**2)**2
@@ -8,15 +8,16 @@ on the tape. Here instead:
 
 1. the sum's terms are read once (`split_terms`) and grouped by their shape: the term with
    its variables numbered in order of first use (`_shape`), constants by identity;
-2. each shape becomes a template over stand-in variables, compiled once with its value,
-   gradient and dense local Hessian (a straight-line kernel of a few dozen operations);
-3. a Hessian is the template's batch kernel over the rows of gathered local variables,
-   scattered into the pattern's slots (the pattern is the union of the local ones, so it is
-   `hessian_sparsity`'s); H v gathers v as well and scatters the local products.
+2. each shape becomes a template over stand-in variables, differentiated once: its value and
+   gradient, and its local Hessian's nonzeros (programs of a few dozen steps);
+3. one generated module (backends.numba.sums) has the value, value+gradient, sparse Hessian
+   and H v kernels: each one loop per kind that reads a term's variables, runs the kind's
+   steps and adds the results where they go (the gradient's entries, the pattern's slots; the
+   pattern is the union of the local ones, so it is `hessian_sparsity`'s).
 
-Values equal the symbolic sparse kernels' up to rounding (the terms' contributions are
-added in another order). Terms with more than `MAX_TERM_VARIABLES` variables, or with
-symbols that are not variables (parameters), leave the sum to the symbolic kernels.
+Values equal the symbolic kernels' up to rounding (the terms' contributions are added in
+another order). Terms with more than `MAX_TERM_VARIABLES` variables, or with symbols that are
+not variables (parameters), leave the sum to the symbolic kernels.
 """
 
 from __future__ import annotations
@@ -27,70 +28,20 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..ad.sparsity import hessian_sparsity
+from ..ad.terms import MAX_TERM_VARIABLES, split_terms, term_shape
+from ..backends.numba.sums import SumKind, emit_sum_kernels
 from ..backends.registry import BACKENDS, Backend
 from ..ir.node import Node, _intern, symbol
 from ..ir.opspec import generation
 from ..ir.traversal import bulk
-from ..lower.products import VALUE_GRAD_HESS
-from .build import build
+from ..lower.products import VALUE_GRAD
+from ..lower.programs import build_programs, describe
+from ..lower.sparse_products import sparse_hessian_product
+from ..version import __version__
+from .loading import load_source
 
 MIN_TERMS = 1_000  # below, the symbolic sparse kernels are built (they are exact and cheap)
-MAX_TERM_VARIABLES = 8
-MAX_TERM_NODES = 400
-FEW_TERMS = 64  # kinds with fewer terms (a chain's ends, a grid's corners) run in Python
-CHUNK_TERMS = 4_096  # terms per call of a template's batch kernel (its rows stay in cache)
-
-
-def split_terms(f: Node) -> list[Node]:
-    """The terms of `f` as a sum (nested sums flattened, left to right); [f] if not a sum."""
-    terms, stack = [], [f]
-    while stack:
-        node = stack.pop()
-        if node.op == "add":
-            stack.extend(reversed(node.args))
-        else:
-            terms.append(node)
-    return terms
-
-
-def _shape(term: Node, position: dict[Node, int]) -> tuple[tuple, list[int], list[Node]] | None:
-    """(shape key, the global positions of its variables in order of first use, its nodes in
-    topological order), or None when `term` is too big or uses a symbol outside `position`.
-    The key lists, node by node: an op's name and its arguments' local numbers, a variable's
-    slot (an int), a constant (the node itself: nodes are interned)."""
-    local: dict[Node, int] = {}
-    order: list[Node] = []
-    key: list = []
-    variables: list[int] = []
-    stack = [term]
-    push = stack.append
-    while stack:
-        node = stack.pop()
-        if node in local:
-            continue
-        args = node.args
-        if args:
-            pending = [a for a in args if a not in local]
-            if pending:
-                push(node)
-                pending.reverse()
-                stack.extend(pending)
-                continue
-            key.append(node.op)
-            key.append(tuple([local[a] for a in args]))
-        elif node.op == "symbol":
-            where = position.get(node)
-            if where is None or len(variables) == MAX_TERM_VARIABLES:
-                return None
-            key.append(len(variables))
-            variables.append(where)
-        else:
-            key.append(node)
-        local[node] = len(order)
-        order.append(node)
-        if len(order) > MAX_TERM_NODES:
-            return None
-    return tuple(key), variables, order
+MAX_KINDS = 32  # more kinds of term: the fused kernels would be too long to compile
 
 
 def _template(order: list[Node], stand_ins: Sequence[Node]) -> Node:
@@ -109,126 +60,170 @@ def _template(order: list[Node], stand_ins: Sequence[Node]) -> Node:
     return made[order[-1]]
 
 
-def _gather(x, index, X):  # X[t, j] = x[index[t, j]]
-    for t in range(index.shape[0]):
-        for j in range(index.shape[1]):
-            X[t, j] = x[index[t, j]]
-
-
-def _scatter_entries(out, local, slots, values):  # values[slots[t, e]] += out[t, local[e]]
-    for t in range(out.shape[0]):
-        for e in range(local.size):
-            values[slots[t, e]] += out[t, local[e]]
-
-
-def _scatter_products(out, index, v, result):  # result[index[t]] += H_t @ v[index[t]]
-    k = index.shape[1]
-    for t in range(out.shape[0]):
-        for i in range(k):
-            acc = 0.0
-            for j in range(k):
-                acc += out[t, 1 + k + i * k + j] * v[index[t, j]]
-            result[index[t, i]] += acc
-
-
-_COMPILED: dict = {}
-
-
-def _loops():
-    """The gather and scatter loops, compiled by Numba on first use (cached on disk)."""
-    if not _COMPILED:
-        import numba
-
-        for f in (_gather, _scatter_entries, _scatter_products):
-            _COMPILED[f.__name__] = numba.njit(cache=True, nogil=True)(f)
-    return _COMPILED
-
-
 class _Kind:
-    """One shape of term: its compiled template and the variables of each of its terms."""
+    """One shape of term: its template's programs and the variables of each of its terms."""
 
-    def __init__(self, template: Node, stand_ins: list[Node], rows: list[list[int]],
-                 backend: Backend, cache_dir, strategy: str) -> None:
-        self.k = k = len(stand_ins)
-        index = np.asarray(rows, dtype=np.int32).reshape(len(rows), k)  # less to read
-        # Terms by their variables: a sum's own order is its nodes' digests, and gathering
-        # and scattering in that order would miss the cache at every term.
-        self.index = index[np.lexsort(index.T[::-1])] if k else index
-        if len(rows) < FEW_TERMS:  # not worth a compile
-            backend = BACKENDS["python"]
-        built = build([template], stand_ins, stand_ins, backend=backend,
-                      products=[VALUE_GRAD_HESS], cache_dir=cache_dir, strategy=strategy)
-        self.batch = built.batches[VALUE_GRAD_HESS.name]  # chunks below: the calling thread
-        self.width = 1 + k + k * k
-        # Compiled now, while the garbage collector is paused (`separable_sum` is bulk work):
-        # on a first call, beside millions of live nodes, each collection would take seconds.
-        self.batch(np.zeros((1, k)), np.empty((1, self.width)))
-        self._buffers: tuple[np.ndarray, np.ndarray] | None = None
+    def __init__(self, template: Node, stand_ins: list[Node], rows: np.ndarray) -> None:
+        self.k = len(stand_ins)
+        self.template = template
+        index = rows.astype(np.int32)  # less to read
+        # Terms by their variables: a sum's own order is its nodes' digests, and reading and
+        # adding in that order would miss the cache at every term.
+        self.index = index[np.lexsort(index.T[::-1])]
         local_rows, local_cols = hessian_sparsity(template, stand_ins)
-        self.local = 1 + k + local_rows * k + local_cols  # columns of OUT, lower triangle
+        gradient, hess = build_programs([template], stand_ins, stand_ins, products=[
+            VALUE_GRAD, sparse_hessian_product(len(local_rows))])
+        self.emitted = SumKind(gradient, hess, list(zip(local_rows.tolist(),
+                                                        local_cols.tolist())))
         g_rows = self.index[:, local_rows].astype(np.int64)
         g_cols = self.index[:, local_cols].astype(np.int64)
         self.pairs = np.maximum(g_rows, g_cols), np.minimum(g_rows, g_cols)  # (terms, pairs)
 
-    def chunks(self, x: np.ndarray):
-        """(first term, local rows) chunk by chunk: per term of the chunk, the template's
-        value, local gradient and dense local Hessian. The buffers are reused (and small
-        enough to stay in cache), so each chunk is read before the next is asked for."""
-        if self._buffers is None:
-            rows = min(CHUNK_TERMS, len(self.index))
-            self._buffers = np.empty((rows, self.k)), np.empty((rows, self.width))
-        X, out = self._buffers
-        gather = _loops()["_gather"]
-        for start in range(0, len(self.index), CHUNK_TERMS):
-            index = self.index[start:start + CHUNK_TERMS]
-            rows = len(index)
-            gather(x, index, X[:rows])
-            self.batch(X[:rows], out[:rows])
-            yield start, out[:rows]
+
+_SIGNATURES = {"value": 1, "value_grad": 2, "hessian": 2, "hessp": 3}  # arrays before tables
 
 
 class SeparableSum:
-    """The sparse Hessian (lower triangle, pattern order) and H v of a sum of small terms
-    over `wrt` (positions `columns` in the point), from one kernel per shape of term."""
+    """Value, gradient, sparse Hessian (lower triangle, pattern order) and H v of a sum of
+    small terms over `wrt` (positions `columns` in the point), from one fused loop per kind of
+    term (backends.numba.sums): each kernel compiled (or loaded from Numba's cache) on its
+    first call."""
 
-    def __init__(self, kinds: list[_Kind], n: int, columns: np.ndarray) -> None:
+    def __init__(self, kinds: list[_Kind], n: int, columns: np.ndarray | None,
+                 cache_dir: str | os.PathLike | None = None, offset: float = 0.0,
+                 size: int | None = None) -> None:
         self.kinds, self.n, self.columns = kinds, n, columns
+        self.size = n if size is None else size  # values in a point (the arguments)
+        self.offset = offset  # the sum's constant terms
         keys = np.concatenate([(r * n + c).ravel() for r, c in (k.pairs for k in kinds)])
         unique, slot = np.unique(keys, return_inverse=True)
         self.pattern = unique // n, unique % n
         self.nnz = len(unique)
-        loops = _loops()  # compiled (or loaded) now, as the templates are
-        loops["_gather"](np.zeros(1), np.zeros((1, 1), np.int32), np.empty((1, 1)))
-        loops["_scatter_entries"](np.zeros((1, 1)), np.zeros(1, np.int64),
-                                  np.zeros((1, 1), np.int32), np.zeros(1))
-        loops["_scatter_products"](np.zeros((1, 3)), np.zeros((1, 1), np.int32), np.zeros(1),
-                                   np.zeros(1))
         self._slots, start = [], 0  # per kind: (terms, local pairs) -> slot in the pattern
         for kind in kinds:
             size = kind.pairs[0].size
             self._slots.append(slot[start:start + size].reshape(kind.pairs[0].shape)
                                .astype(np.int32))
             start += size
+        # (not the number of terms: the same formulas at another size are the same file,
+        # whose machine code Numba's cache keeps)
+        description = [f"kind {number} ({kind.k} variables): {line}"
+                       for number, kind in enumerate(kinds)
+                       for line in describe([kind.template], ["term"])]
+        source = emit_sum_kernels([kind.emitted for kind in kinds],
+                                  "Fused kernels of a sum of small terms", description,
+                                  __version__)
+        self.module, self.path = load_source(source, cache_dir)
+        BACKENDS["numba"].load(self.module)
+        self.source = source
+        self._tables = [kind.index for kind in kinds]
+        self._hess_tables = [t for kind, s in zip(kinds, self._slots) for t in (kind.index, s)]
+        self._ready: dict[str, object] = {}
+
+    @bulk  # Numba's compile beside millions of live nodes: each collection would take seconds
+    def _compile(self, name: str) -> object:
+        kernel = getattr(self.module, name)
+        tables = self._hess_tables if name == "hessian" else self._tables
+        small = [np.zeros((0,) + t.shape[1:], np.int32) for t in tables]
+        kernel(*[np.zeros(1)] * _SIGNATURES[name], *small)
+        self._ready[name] = kernel
+        return kernel
+
+    def kernel(self, name: str) -> object:
+        """The compiled kernel `name` (value, value_grad, hessian, hessp)."""
+        return self._ready.get(name) or self._compile(name)
 
     def _x(self, point: np.ndarray) -> np.ndarray:
-        point = np.asarray(point, dtype=np.float64)
-        return point if self.columns is None else point[self.columns]
+        point = np.ascontiguousarray(point, dtype=np.float64)
+        if point.shape != (self.size,):  # the kernels index it unchecked
+            raise ValueError(f"expected a point of {self.size} values, got shape "
+                             f"{point.shape}")
+        return point if self.columns is None else np.ascontiguousarray(point[self.columns])
+
+    def _vector(self, v: np.ndarray, what: str) -> np.ndarray:
+        v = np.ascontiguousarray(v, dtype=np.float64)
+        if v.shape != (self.n,):
+            raise ValueError(f"{what} needs {self.n} values, got shape {v.shape}")
+        return v
+
+    def value(self, point: np.ndarray) -> float:
+        return self.kernel("value")(self._x(point), *self._tables) + self.offset
+
+    def value_and_grad(self, point: np.ndarray, gradient: np.ndarray | None = None
+                       ) -> tuple[float, np.ndarray]:
+        """(value, gradient); `gradient` (float64, C order, n values): filled and returned."""
+        if gradient is None:
+            gradient = np.zeros(self.n)
+        elif not (gradient.shape == (self.n,) and gradient.dtype == np.float64
+                  and gradient.flags.c_contiguous and gradient.flags.writeable):
+            raise ValueError(f"the gradient goes into a writeable float64 C-ordered array of "
+                             f"{self.n} values")
+        else:
+            gradient[:] = 0.0
+        value = self.kernel("value_grad")(self._x(point), gradient, *self._tables)
+        return value + self.offset, gradient
 
     def hessian_values(self, point: np.ndarray) -> np.ndarray:
-        x, scatter = self._x(point), _loops()["_scatter_entries"]
         values = np.zeros(self.nnz)
-        for kind, slots in zip(self.kinds, self._slots):
-            for start, out in kind.chunks(x):
-                scatter(out, kind.local, slots[start:start + len(out)], values)
+        self.kernel("hessian")(self._x(point), values, *self._hess_tables)
         return values
 
     def hessp(self, point: np.ndarray, v: np.ndarray) -> np.ndarray:
-        x, v = self._x(point), np.ascontiguousarray(v, dtype=np.float64)
-        result, scatter = np.zeros(self.n), _loops()["_scatter_products"]
-        for kind in self.kinds:
-            for start, out in kind.chunks(x):
-                scatter(out, kind.index[start:start + len(out)], v, result)
+        v = self._vector(v, "hessp's vector")
+        result = np.zeros(self.n)
+        self.kernel("hessp")(self._x(point), v, result, *self._tables)
         return result
+
+
+def _groups(kind_of: np.ndarray, arity: np.ndarray, flat: np.ndarray, n: int
+            ) -> list[tuple[int, list[tuple[int, int]], np.ndarray]] | None:
+    """The kinds of term to compile, as (shape number, joined one-variable shapes as (shape
+    number, slot), the (terms, variables) table), or None when there are more than
+    `MAX_KINDS`. A one-variable term joins a wider term over its variable (Rosenbrock's
+    (1 - x[i])**2 joins 100*(x[i+1] - x[i]**2)**2): fewer kinds and passes, fewer entries. The
+    host is where the variable comes first in its term (then the first such term), so that
+    hosts of the same shape take their joiners at the same place: one kind, not many."""
+    count = len(kind_of)
+    starts = np.cumsum(arity) - arity
+    term_of = np.repeat(np.arange(count), arity)
+    slot_of = np.arange(len(flat)) - np.repeat(starts, arity)
+    wide = np.repeat(arity > 1, arity)
+    v, slot, host = flat[wide], slot_of[wide], term_of[wide]
+    best = np.lexsort((host, slot, v))  # by variable, then slot, then term
+    v, slot, host = v[best], slot[best], host[best]
+    first = np.ones(len(v), bool)
+    first[1:] = v[1:] != v[:-1]
+    host_of, slot_in = np.full(n, -1), np.zeros(n, np.int64)
+    host_of[v[first]], slot_in[v[first]] = host[first], slot[first]
+    single = np.flatnonzero(arity == 1)
+    joins = single[host_of[flat[starts[single]]] >= 0]
+    lone = np.ones(count, bool)
+    lone[joins] = False  # inside its host
+    variable = flat[starts[joins]]
+    hosts, codes = host_of[variable], kind_of[joins] * MAX_TERM_VARIABLES + slot_in[variable]
+    by_host = np.lexsort((codes, hosts))
+    hosts, codes = hosts[by_host], codes[by_host]
+    per_host = np.bincount(hosts, minlength=count)
+    signature = np.full((count, 1 + int(per_host.max(initial=0))), -1, np.int64)
+    signature[:, 0] = kind_of
+    place = np.arange(len(hosts)) - (np.cumsum(per_host) - per_host)[hosts]
+    signature[hosts, 1 + place] = codes
+    kept = np.flatnonzero(lone)
+    rows = signature[kept]
+    order = np.lexsort(rows.T[::-1])  # rows sorted (np.unique(axis=0) is slower)
+    rows, kept = rows[order], kept[order]
+    starts_of = np.flatnonzero(np.r_[True, (rows[1:] != rows[:-1]).any(axis=1)])
+    if len(starts_of) > MAX_KINDS:
+        return None
+    found = []
+    for g, first in enumerate(starts_of.tolist()):
+        row = rows[first].tolist()
+        members = np.sort(kept[first:starts_of[g + 1] if g + 1 < len(starts_of) else None])
+        k = int(arity[members[0]])
+        table = flat[starts[members][:, None] + np.arange(k)]
+        parts = [(c // MAX_TERM_VARIABLES, c % MAX_TERM_VARIABLES) for c in row[1:] if c >= 0]
+        found.append((row[0], parts, table))
+    return found
 
 
 _LAST: list = [None, None]  # (key, SeparableSum or None) of the last sum asked about
@@ -236,69 +231,70 @@ _LAST: list = [None, None]  # (key, SeparableSum or None) of the last sum asked 
 
 @bulk
 def separable_sum(f: Node, args: Sequence[Node], wrt: Sequence[Node], *, backend: Backend,
-                  cache_dir: str | os.PathLike | None = None, strategy: str = "auto",
+                  cache_dir: str | os.PathLike | None = None,
                   min_terms: int | None = None) -> SeparableSum | None:
-    # `strategy` is the templates' own: "auto" makes them straight-line kernels (they are
-    # small), whatever the sum's own kernels chose.
     """`f`'s SeparableSum over `wrt` (points list `args`), or None when `f` is not a sum of
-    at least `min_terms` (default `MIN_TERMS`) small terms over the variables alone."""
-    key = (generation(), f, tuple(args), tuple(wrt), backend.name, strategy, min_terms)
+    at least `min_terms` (default `MIN_TERMS`) small terms over the variables alone, of at
+    most `MAX_KINDS` kinds, or when `backend` has no fused sums (they are Numba kernels)."""
+    min_terms = MIN_TERMS if min_terms is None else min_terms
+    key = (generation(), f, tuple(args), tuple(wrt), backend.name, min_terms)
     if _LAST[0] == key:
         return _LAST[1]
-    found = _separable(f, args, wrt, backend, cache_dir, strategy,
-                       MIN_TERMS if min_terms is None else min_terms)
+    found = None
+    if backend.name == "numba":
+        found = _separable(f, args, wrt, cache_dir, min_terms)
     _LAST[:] = [key, found]
     return found
 
 
-def _separable(f, args, wrt, backend, cache_dir, strategy, min_terms) -> SeparableSum | None:
+def _separable(f, args, wrt, cache_dir, min_terms) -> SeparableSum | None:
+    if f.op != "add" or len(f.args) < min(min_terms, 2):  # not a sum (the cheap answer)
+        return None
     terms = split_terms(f)
     if len(terms) < min_terms or len(set(wrt)) != len(wrt) or len(wrt) >= 2**31:
         return None
     position = {v: i for i, v in enumerate(wrt)}
-    shaped, first = [], {}  # per term (key, variables); the first term of each key's nodes
+    ids: dict[tuple, int] = {}  # shape key -> kind of term (in order of first use)
+    kept: list[Node] = []  # the first term of each shape
+    kind_of, arity, flat = [], [], []  # per term; its variables, all terms in a row
+    offset = 0.0
     for term in terms:
         if term.op == "const":
-            continue  # no derivatives
-        found = _shape(term, position)
+            offset += float(term.value)  # no derivatives
+            continue
+        found = term_shape(term, position)
         if found is None:
             return None
-        key, variables, order = found
-        if variables:
-            shaped.append((key, variables))
-            first.setdefault(key, order)
-    # A one-variable term joins a wider term over its variable (Rosenbrock's
-    # (1 - x[i])**2 joins 100*(x[i+1] - x[i]**2)**2): fewer kinds and passes, fewer entries.
-    # The host is where the variable comes first in its term (then the first such term), so
-    # that hosts of the same shape take their joiners at the same place: one kind, not many.
-    host_of: dict[int, int] = {}
-    best: dict[int, int] = {}
-    for t, (_, variables) in enumerate(shaped):
-        if len(variables) > 1:
-            for slot, v in enumerate(variables):
-                if slot < best.get(v, MAX_TERM_VARIABLES + 1):
-                    best[v], host_of[v] = slot, t
-    joined: dict[int, list[tuple[tuple, int]]] = {}
-    for key, variables in shaped:
-        host = host_of.get(variables[0]) if len(variables) == 1 else None
-        if host is not None:
-            joined.setdefault(host, []).append((key, shaped[host][1].index(variables[0])))
-    groups: dict[tuple, list[list[int]]] = {}
-    for t, (key, variables) in enumerate(shaped):
-        if len(variables) == 1 and variables[0] in host_of:
-            continue  # inside its host
-        groups.setdefault((key, tuple(joined.get(t, ()))), []).append(variables)
+        key, variables = found
+        if not variables:  # a constant not folded (a value without derivatives): not here
+            return None
+        number = ids.setdefault(key, len(ids))
+        if number == len(kept):
+            kept.append(term)
+        kind_of.append(number)
+        arity.append(len(variables))
+        flat += variables
+    groups = _groups(np.asarray(kind_of, np.int64), np.asarray(arity, np.int64),
+                     np.asarray(flat, np.int64), len(wrt))
+    if groups is None:
+        return None  # too many kinds: too many kernels' worth of steps to compile
+    orders = []
+    for term in kept:
+        nodes: list[Node] = []
+        term_shape(term, position, nodes)
+        orders.append(nodes)
     kinds = []
-    for (key, parts), rows in groups.items():
-        stand_ins = [symbol(f"_sep[{i}]") for i in range(len(rows[0]))]
-        template = _template(first[key], stand_ins)
+    for number, parts, rows in groups:
+        stand_ins = [symbol(f"_sep[{i}]") for i in range(rows.shape[1])]
+        template = _template(orders[number], stand_ins)
         if parts:
-            template = _intern("add", (template, *[_template(first[k], [stand_ins[slot]])
+            template = _intern("add", (template, *[_template(orders[k], [stand_ins[slot]])
                                                    for k, slot in parts]), None)
-        kinds.append(_Kind(template, stand_ins, rows, backend, cache_dir, strategy))
+        kinds.append(_Kind(template, stand_ins, rows))
     if not kinds:
         return None
     arg_position = {a: i for i, a in enumerate(args)}
     columns = np.asarray([arg_position[v] for v in wrt], dtype=np.int64)
     same = len(args) == len(wrt) and bool((columns == np.arange(len(wrt))).all())
-    return SeparableSum(kinds, len(wrt), None if same else columns)
+    return SeparableSum(kinds, len(wrt), None if same else columns, cache_dir, offset,
+                        len(args))

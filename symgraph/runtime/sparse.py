@@ -162,6 +162,11 @@ class DerivativeKernels:
         separable = self.separable
         if separable is not None and np.ndim(x) == 1:
             return separable.hessian_values(x)
+        if separable is not None and np.ndim(x) == 2:  # a batch: a point at a time
+            values = np.empty((len(x), separable.nnz))
+            for row, p in zip(values, x):
+                row[:] = separable.hessian_values(p)
+            return values
         return self.kernel("sparse_hess")(x)
 
     def _layout(self, kind: str) -> CsrLayout:
@@ -202,11 +207,20 @@ class DerivativeKernels:
 
     def hessp(self, x: np.ndarray, v: Any) -> np.ndarray:
         separable = self.separable
-        if separable is not None and np.ndim(x) == 1 and np.ndim(v) == 1:
-            if np.shape(v) != (len(self.wrt),):
+        if separable is not None and np.ndim(x) in (1, 2) and np.ndim(v) in (1, 2):
+            if np.shape(v)[-1:] != (len(self.wrt),):
                 raise ValueError(f"hessp: the vector needs {len(self.wrt)} value(s) per "
                                  f"point, got shape {np.shape(v)}")
-            return separable.hessp(x, v)
+            if np.ndim(x) == 1 and np.ndim(v) == 1:
+                return separable.hessp(x, v)
+            x2, v2 = np.atleast_2d(x), np.atleast_2d(v)  # a batch: a point at a time
+            rows = np.broadcast_shapes((len(x2),), (len(v2),))[0]
+            x2 = np.broadcast_to(x2, (rows, x2.shape[1]))
+            v2 = np.broadcast_to(v2, (rows, v2.shape[1]))
+            result = np.empty((rows, len(self.wrt)))
+            for row, p, w in zip(result, x2, v2):
+                row[:] = separable.hessp(p, w)
+            return result
         return self._with("hessp", x, v, len(self.wrt))
 
     def jvp(self, x: np.ndarray, v: Any) -> np.ndarray:
