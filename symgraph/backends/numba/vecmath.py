@@ -8,8 +8,9 @@ LLVM cannot vectorise a loop that calls libm, so ``out[j] = math.exp(x[j])`` cos
 alwaysinline): LLVM's own inliner refuses bodies the size of sin/erf, and Numba's IR-level
 ``inline="always"`` re-types the body at every call site (~0.12 s each for vsin). Selects go
 through `_where`: Numba compiles if-expressions to branches, which stop the vectoriser.
-They keep IEEE semantics (no fastmath, no FMA) and give NumPy's answers at edge points (nan,
-inf, signed zeros, overflow, subnormals).
+They keep IEEE semantics (no fastmath, no FMA contraction: the one fused multiply-add is
+`_mul_error`'s exact product error, the value Dekker's split gives) and give NumPy's answers
+at edge points (nan, inf, signed zeros, overflow, subnormals).
 
 Methods: an argument reduction exact enough for the result (Cody-Waite with split constants,
 integer scaling by 2**n through bit casts), then a polynomial whose leading terms are added in
@@ -139,20 +140,14 @@ def _log_kernel(x, corr):
 @njit(error_model="numpy", forceinline=True)
 def _log_dd(x):
     """log(x) = hi + lo for finite x > 0, to ~2**-59 relative: `_log_kernel`'s reduction, with
-    s = f/(2+f) as a double-double (Dekker's exact product) and log m = 2s + s R(s^2) added to
-    dk ln2 in double-double."""
+    s = f/(2+f) as a double-double (an exact product, `_mul_error`) and log m = 2s + s R(s^2)
+    added to dk ln2 in double-double."""
     dk, f = _log_reduce(x)
     d = 2.0 + f
     d_lo = (2.0 - d) + f  # exact: 2 + f = d + d_lo
     s = f / d
-    h = 134217729.0 * s
-    s1 = h - (h - s)
-    s2 = s - s1
-    h = 134217729.0 * d
-    d1 = h - (h - d)
-    d2 = d - d1
     p = s * d
-    p_err = ((s1 * d1 - p) + s1 * d2 + s2 * d1) + s2 * d2  # s d = p + p_err exactly
+    p_err = _mul_error(s, d, p)  # s d = p + p_err exactly
     s_lo = (((f - p) - p_err) - s * d_lo) / d  # f / (d + d_lo) = s + s_lo
     z = s * s
     r = _log_series(z)
@@ -173,17 +168,11 @@ POW_LIMIT = 16.0  # vpow is within 1 ulp for |y log x| <= this (x > 0, both fini
 def vpow(x: float, y: float) -> float:
     """x**y for finite x > 0, |y| <= 1e290 and |y log x| <= POW_LIMIT (elsewhere unspecified:
     callers recompute where `vpowoff` is true, as vsin's do beyond SIN_COS_LIMIT). exp(y log x)
-    with log x a double-double (`_log_dd`) and y log x = zh + zl (Dekker's exact product), zl
+    with log x a double-double (`_log_dd`) and y log x = zh + zl (an exact product), zl
     joining exp's reduced argument. Max error 0.82 ulp (55,000 points vs mpmath)."""
     lh, ll = _log_dd(x)
     zh = y * lh
-    h = 134217729.0 * y
-    y1 = h - (h - y)
-    y2 = y - y1
-    h = 134217729.0 * lh
-    l1 = h - (h - lh)
-    l2 = lh - l1
-    zl = (((y1 * l1 - zh) + y1 * l2 + y2 * l1) + y2 * l2) + y * ll
+    zl = _mul_error(y, lh, zh) + y * ll  # y lh = zh + its exact error
     k, r, r_err, g = _exp_reduced_dd(zh, zl)
     s = 1.0 + r
     s_err = (1.0 - s) + r
@@ -194,18 +183,19 @@ def vpow(x: float, y: float) -> float:
 
 @njit(error_model="numpy", forceinline=True)
 def vpowoff(x: float, y: float) -> bool:
-    """Whether vpow(x, y) is outside its range (x <= 0, inf, nan; y nan or |y| > 1e290, where
-    Dekker's split overflows; |y log x| > POW_LIMIT): a lane's flag for its libm fix-up."""
+    """Whether vpow(x, y) is outside its range (x <= 0, inf, nan; y nan or |y| > 1e290;
+    |y log x| > POW_LIMIT): a lane's flag for its libm fix-up."""
+    lh, ll = _log_dd(x)  # vpow's own (one computation once inlined beside it)
     return (x <= 0.0 or x != x or x > 1.7976931348623157e308 or y != y
-            or abs(y) > 1.0e290 or abs(y * vlog(x)) > POW_LIMIT)
+            or abs(y) > 1.0e290 or abs(y * lh) > POW_LIMIT)
 
 
 @njit(error_model="numpy", forceinline=True)
 def vhypot(x: float, y: float) -> float:
     """hypot(x, y): both scaled by a power of two when the larger is beyond 2**+-500, then
-    x^2 + y^2 as a double-double (Dekker), its square root and one Newton correction in
-    double-double. hypot(inf, nan) is inf, as NumPy's. Max error 0.55 ulp (40,000 points vs
-    mpmath, subnormal to huge), NumPy's answers at the edges."""
+    x^2 + y^2 as a double-double (exact products, `_mul_error`), its square root and one Newton
+    correction in double-double. hypot(inf, nan) is inf, as NumPy's. Max error 0.55 ulp (40,000
+    points vs mpmath, subnormal to huge), NumPy's answers at the edges."""
     a = abs(x)
     b = abs(y)
     big = _where(a > b, a, b)
@@ -215,24 +205,15 @@ def vhypot(x: float, y: float) -> float:
     sc = _where(far, 2.409919865102884e-181, _where(near, 4.149515568880993e180, 1.0))
     u = big * sc
     v = small * sc
-    h = 134217729.0 * u
-    u1 = h - (h - u)
-    u2 = u - u1
     p = u * u
-    p_err = ((u1 * u1 - p) + 2.0 * u1 * u2) + u2 * u2
-    h = 134217729.0 * v
-    v1 = h - (h - v)
-    v2 = v - v1
+    p_err = _mul_error(u, u, p)
     q = v * v
-    q_err = ((v1 * v1 - q) + 2.0 * v1 * v2) + v2 * v2
+    q_err = _mul_error(v, v, q)
     t = p + q
     t_lo = ((p - t) + q) + (p_err + q_err)  # p >= q
     r = math.sqrt(t)
-    h = 134217729.0 * r
-    r1 = h - (h - r)
-    r2 = r - r1
     rr = r * r
-    rr_err = ((r1 * r1 - rr) + 2.0 * r1 * r2) + r2 * r2
+    rr_err = _mul_error(r, r, rr)
     r = r + (((t - rr) - rr_err) + t_lo) / (2.0 * r)
     y_ = r * _where(far, 4.149515568880993e180, _where(near, 2.409919865102884e-181, 1.0))
     y_ = _where(big == 0.0, 0.0, y_)
@@ -422,13 +403,10 @@ def verf(x: float) -> float:
     f = f * v + _where(lower, 0.6429310691952074, 0.11893028922362937)
     mid = _where(lower, 0.7111556336535151, 0.9661051464753108) + (
         _where(lower, 4.69744077164289e-17, -3.3867031441680696e-17) + v * f)
-    # a^2 = zc + z_err exactly (Dekker's split into 26-bit halves)
+    # a^2 = zc + z_err exactly (`_mul_error`)
     ac = _where(a < 6.0, a, 6.0)
-    h = 134217729.0 * ac
-    a1 = h - (h - ac)
-    a2 = ac - a1
     zc = ac * ac
-    z_err = ((a1 * a1 - zc) + 2.0 * a1 * a2) + a2 * a2
+    z_err = _mul_error(ac, ac, zc)
     w = 1.0 / ac - 0.3333333333333333
     r = 3.5867168926124977
     r = r * w + -1.3277935842806077
@@ -507,11 +485,8 @@ def _sin_cos_reduced(x):
     p = p * z + 0.008333333333333331
     p = p * z + -0.16666666666666666
     sin_r = r + (r * z * p + (r_lo - 0.5 * z * r_lo))
-    # cos r = 1 - r^2/2 + r^4 C(r^2), C of degree 5; r^2 = z + z_err exactly (Dekker)
-    h = 134217729.0 * r
-    r1 = h - (h - r)
-    r2 = r - r1
-    z_err = ((r1 * r1 - z) + 2.0 * r1 * r2) + r2 * r2
+    # cos r = 1 - r^2/2 + r^4 C(r^2), C of degree 5; r^2 = z + z_err exactly (`_mul_error`)
+    z_err = _mul_error(r, r, z)
     q = -1.138263220199036e-11
     q = q * z + 2.0876146265300598e-09
     q = q * z + -2.7557317271714906e-07

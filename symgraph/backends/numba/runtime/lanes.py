@@ -17,6 +17,7 @@ import ast
 from numba import types
 from numba.core import cgutils
 
+from . import transpose
 from .lowering import compile_steps
 
 
@@ -43,7 +44,10 @@ def lower_lanes(loops, steps, slots, block, chunk, widths, context, builder, sig
         for loop in loops:
             if not isinstance(loop, ast.For):
                 continue
-            with cgutils.for_range(builder, m) as j:
+            first = _transposed(context, builder, loop, arrays, scratch, flags, widths, s, m)
+            with cgutils.for_range_slice(builder, first, m, context.get_constant(intp, 1)) as (
+                    j, _):
+                j = _Index(j)
                 pointer = _pointers(context, builder, arrays, scratch, flags, widths, s, j.index)
                 if isinstance(loop.body[0], ast.If):  # libm for the flagged points: rarely
                     test = pointer(loop.body[0].test)[1]
@@ -81,3 +85,37 @@ def _pointers(context, builder, arrays, scratch, flags, widths, s, j):
             builder.add(row, context.get_constant(intp, column.value))])
 
     return pointer
+
+
+class _Index:
+    """A loop's index as `cgutils.for_range` gives it (``.index``)."""
+
+    def __init__(self, index) -> None:
+        self.index = index
+
+
+def _transposed(context, builder, loop, arrays, scratch, flags, widths, s, m):
+    """For a copy of wide C-contiguous rows into slots or out of them: the whole groups of V
+    points of the block copied by vector transposes (`transpose`); returns the first point
+    left for the loop's own statements (0 for every other loop). The flags ``_F[_j] = False``
+    of a copy-in loop are cleared for every point first."""
+    intp = types.intp
+    zero = context.get_constant(intp, 0)
+    for name, find, emit in (("_X", transpose.copy_in_columns, transpose.emit_copy_in),
+                             ("_OUT", transpose.copy_out_columns, transpose.emit_copy_out)):
+        ty, ary = arrays[name]
+        columns = find(loop)
+        if columns is None or name in widths or ty.layout != "C":
+            continue
+        v = transpose.width_for(len(columns))
+        if len(columns) < v:
+            return zero
+        if any(transpose._subscript(st.targets[0], "_F") for st in loop.body):
+            false = context.get_constant(types.boolean, False)
+            with cgutils.for_range(builder, m) as j:
+                context.pack_value(builder, types.boolean, false, builder.gep(flags, [j.index]))
+        groups = builder.udiv(m, context.get_constant(intp, v))
+        emit(context, builder, ty, ary, scratch, s, groups,
+             columns if name == "_OUT" else list(columns), v)
+        return builder.mul(groups, context.get_constant(intp, v))
+    return zero
