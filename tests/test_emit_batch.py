@@ -234,8 +234,9 @@ def test_lane_loops_vectorise_without_fma_contraction(name, use_kernel):
     # _lane_loops writes plain counted loops: LLVM vectorises them (packed multiplies), and
     # without fastmath it never contracts a*b + c into an FMA (which would change the bits).
     # Black-Scholes' one loop holds its exp, log and erf: inlined vecmath vectorises with it.
-    # The only FMAs are vecmath's exact product errors (`_mul_error`), in the vector loop and
-    # its scalar remainder: at most two per call in the source of the functions it inlines.
+    # The only FMAs are vecmath's own (`_mul_error`'s exact product errors, `_fma`'s Horner
+    # steps), in the vector loop and its scalar remainder: at most two per call in the source
+    # of the functions it inlines.
     use_kernel(lane_kernel_lines)
     expr, args = CASES[name]()
     module, programs = lane_module((expr, args), hessian=False)
@@ -249,14 +250,14 @@ def test_lane_loops_vectorise_without_fma_contraction(name, use_kernel):
 
 
 def explicit_fmas(p) -> int:
-    """`_mul_error` calls the lane code of `p` makes through the vecmath functions it inlines
-    (every call counted: each is inlined)."""
+    """`_mul_error` and `_fma` calls the lane code of `p` makes through the vecmath functions
+    it inlines (every call counted: each is inlined)."""
     calls = re.compile(r"\b(_?v?[a-z][a-z0-9_]*)\(")
 
     def fmas(name: str) -> int:
         function = getattr(vm, name, None)
         if not hasattr(function, "py_func"):
-            return int(name == "_mul_error")
+            return int(name in ("_mul_error", "_fma"))
         source = inspect.getsource(function.py_func)
         body = source[source.index("\n", source.index("def ")):].split('"""')[-1]
         return sum(map(fmas, calls.findall(body)))

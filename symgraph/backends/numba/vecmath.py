@@ -8,9 +8,10 @@ LLVM cannot vectorise a loop that calls libm, so ``out[j] = math.exp(x[j])`` cos
 alwaysinline): LLVM's own inliner refuses bodies the size of sin/erf, and Numba's IR-level
 ``inline="always"`` re-types the body at every call site (~0.12 s each for vsin). Selects go
 through `_where`: Numba compiles if-expressions to branches, which stop the vectoriser.
-They keep IEEE semantics (no fastmath, no FMA contraction: the one fused multiply-add is
-`_mul_error`'s exact product error, the value Dekker's split gives) and give NumPy's answers
-at edge points (nan, inf, signed zeros, overflow, subnormals).
+They keep IEEE semantics (no fastmath, no FMA contraction: the fused multiply-adds are explicit,
+`_fma` for the Horner steps of the polynomials and `_mul_error` for exact product errors, the
+value Dekker's split gives; both correctly rounded on every machine, so the bits do not depend
+on it) and give NumPy's answers at edge points (nan, inf, signed zeros, overflow, subnormals).
 
 Methods: an argument reduction exact enough for the result (Cody-Waite with split constants,
 integer scaling by 2**n through bit casts), then a polynomial whose leading terms are added in
@@ -34,7 +35,7 @@ import math
 from numba import njit
 
 from ...ir.cuberoot import cbrt as _cbrt
-from .runtime.bits import _bits, _float, _mul_error, _where  # the adapter's (Numba internals)
+from .runtime.bits import _bits, _float, _fma, _mul_error, _where  # the adapter's (Numba internals)
 
 # Adding 1.5 * 2**52 rounds |y| < 2**51 to an integer held in the low bits of the sum: avoids
 # float<->int64 conversions, which AVX2 lacks as vector instructions.
@@ -62,16 +63,16 @@ def _exp_reduced_dd(x, x_lo):
     r = hi - lo
     r_err = (hi - r) - lo
     g = 2.0914679452495193e-09
-    g = g * r + 2.5105206480259365e-08
-    g = g * r + 2.755727366116628e-07
-    g = g * r + 2.755725542549107e-06
-    g = g * r + 2.480158732553351e-05
-    g = g * r + 0.00019841269874800694
-    g = g * r + 0.0013888888888883752
-    g = g * r + 0.008333333333326141
-    g = g * r + 0.04166666666666667
-    g = g * r + 0.1666666666666667
-    g = g * r + 0.5
+    g = _fma(g, r, 2.5105206480259365e-08)
+    g = _fma(g, r, 2.755727366116628e-07)
+    g = _fma(g, r, 2.755725542549107e-06)
+    g = _fma(g, r, 2.480158732553351e-05)
+    g = _fma(g, r, 0.00019841269874800694)
+    g = _fma(g, r, 0.0013888888888883752)
+    g = _fma(g, r, 0.008333333333326141)
+    g = _fma(g, r, 0.04166666666666667)
+    g = _fma(g, r, 0.1666666666666667)
+    g = _fma(g, r, 0.5)
     return k, r, r_err, g
 
 
@@ -112,12 +113,12 @@ def _log_reduce(x):
 def _log_series(z):
     """z R(z), fdlibm's degree-7 remainder of log m = 2 atanh(s) in z = s**2."""
     r = 0.14616451042434167
-    r = r * z + 0.15331721490738642
-    r = r * z + 0.18182889128565508
-    r = r * z + 0.22222211134749734
-    r = r * z + 0.28571428625975764
-    r = r * z + 0.39999999999899505
-    r = r * z + 0.666666666666667
+    r = _fma(r, z, 0.15331721490738642)
+    r = _fma(r, z, 0.18182889128565508)
+    r = _fma(r, z, 0.22222211134749734)
+    r = _fma(r, z, 0.28571428625975764)
+    r = _fma(r, z, 0.39999999999899505)
+    r = _fma(r, z, 0.666666666666667)
     return r * z
 
 
@@ -244,15 +245,15 @@ def _atan_parts(a):
     z = t * t
     w = z * z
     s1 = 0.016285820115365782  # fdlibm's aT: odd and even terms of atan(t)/t - 1 in t^2
-    s1 = s1 * w + 0.049768779946159324
-    s1 = s1 * w + 0.06661073137387531
-    s1 = s1 * w + 0.09090887133436507
-    s1 = s1 * w + 0.14285714272503466
+    s1 = _fma(s1, w, 0.049768779946159324)
+    s1 = _fma(s1, w, 0.06661073137387531)
+    s1 = _fma(s1, w, 0.09090887133436507)
+    s1 = _fma(s1, w, 0.14285714272503466)
     s1 = z * (s1 * w + 0.3333333333333293)
     s2 = -0.036531572744216916
-    s2 = s2 * w + -0.058335701337905735
-    s2 = s2 * w + -0.0769187620504483
-    s2 = s2 * w + -0.11111110405462356
+    s2 = _fma(s2, w, -0.058335701337905735)
+    s2 = _fma(s2, w, -0.0769187620504483)
+    s2 = _fma(s2, w, -0.11111110405462356)
     s2 = w * (s2 * w + -0.19999999999876483)
     head = _where(r1, hi, t)
     tail = _where(r1, t - (t * (s1 + s2) - lo), -(t * (s1 + s2)))
@@ -371,36 +372,36 @@ def verf(x: float) -> float:
     a = abs(x)
     z = a * a
     q = -1.4620256114391553e-07
-    q = q * z + 1.6371164552892836e-06
-    q = q * z + -1.4923000283850108e-05
-    q = q * z + 0.00012055286128871108
-    q = q * z + -0.0008548326509718547
-    q = q * z + 0.005223977622008845
-    q = q * z + -0.026866170644999358
-    q = q * z + 0.11283791670954868
-    q = q * z + -0.3761263890318375
-    q = q * z + 0.1283791670955126
+    q = _fma(q, z, 1.6371164552892836e-06)
+    q = _fma(q, z, -1.4923000283850108e-05)
+    q = _fma(q, z, 0.00012055286128871108)
+    q = _fma(q, z, -0.0008548326509718547)
+    q = _fma(q, z, 0.005223977622008845)
+    q = _fma(q, z, -0.026866170644999358)
+    q = _fma(q, z, 0.11283791670954868)
+    q = _fma(q, z, -0.3761263890318375)
+    q = _fma(q, z, 0.1283791670955126)
     small = a + a * q
     lower = a < 1.0
     v = a - _where(lower, 0.75, 1.5)
     f = _where(lower, 3.7158329557374765e-07, -1.0127764745745375e-07)
-    f = f * v + _where(lower, -4.977928781000484e-07, -2.834516684159426e-07)
-    f = f * v + _where(lower, -3.2510398734351924e-06, 1.5310541946285568e-06)
-    f = f * v + _where(lower, 7.165569368244511e-06, 5.712812907512405e-07)
-    f = f * v + _where(lower, 2.211789820335107e-05, -1.4092041781626922e-05)
-    f = f * v + _where(lower, -7.574557900936313e-05, 1.796132652289548e-05)
-    f = f * v + _where(lower, -0.00010618466209095853, 7.768996900322256e-05)
-    f = f * v + _where(lower, 0.0006239836727672716, -0.000254449278742781)
-    f = f * v + _where(lower, 0.00018603225729046672, -9.291428407316154e-05)
-    f = f * v + _where(lower, -0.003968260446341291, 0.0017098196279259489)
-    f = f * v + _where(lower, 0.0023017883040216854, -0.002362677620942112)
-    f = f * v + _where(lower, 0.018435235177909043, -0.0047430532048831076)
-    f = f * v + _where(lower, -0.026872509532768436, 0.019326171998844406)
-    f = f * v + _where(lower, -0.053242729167728105, -0.014866286152863627)
-    f = f * v + _where(lower, 0.1506869693426267, -0.04459885845886105)
-    f = f * v + _where(lower, 0.026788794549800304, 0.1387520040942334)
-    f = f * v + _where(lower, -0.4821983018964055, -0.17839543383544407)
-    f = f * v + _where(lower, 0.6429310691952074, 0.11893028922362937)
+    f = _fma(f, v, _where(lower, -4.977928781000484e-07, -2.834516684159426e-07))
+    f = _fma(f, v, _where(lower, -3.2510398734351924e-06, 1.5310541946285568e-06))
+    f = _fma(f, v, _where(lower, 7.165569368244511e-06, 5.712812907512405e-07))
+    f = _fma(f, v, _where(lower, 2.211789820335107e-05, -1.4092041781626922e-05))
+    f = _fma(f, v, _where(lower, -7.574557900936313e-05, 1.796132652289548e-05))
+    f = _fma(f, v, _where(lower, -0.00010618466209095853, 7.768996900322256e-05))
+    f = _fma(f, v, _where(lower, 0.0006239836727672716, -0.000254449278742781))
+    f = _fma(f, v, _where(lower, 0.00018603225729046672, -9.291428407316154e-05))
+    f = _fma(f, v, _where(lower, -0.003968260446341291, 0.0017098196279259489))
+    f = _fma(f, v, _where(lower, 0.0023017883040216854, -0.002362677620942112))
+    f = _fma(f, v, _where(lower, 0.018435235177909043, -0.0047430532048831076))
+    f = _fma(f, v, _where(lower, -0.026872509532768436, 0.019326171998844406))
+    f = _fma(f, v, _where(lower, -0.053242729167728105, -0.014866286152863627))
+    f = _fma(f, v, _where(lower, 0.1506869693426267, -0.04459885845886105))
+    f = _fma(f, v, _where(lower, 0.026788794549800304, 0.1387520040942334))
+    f = _fma(f, v, _where(lower, -0.4821983018964055, -0.17839543383544407))
+    f = _fma(f, v, _where(lower, 0.6429310691952074, 0.11893028922362937))
     mid = _where(lower, 0.7111556336535151, 0.9661051464753108) + (
         _where(lower, 4.69744077164289e-17, -3.3867031441680696e-17) + v * f)
     # a^2 = zc + z_err exactly (`_mul_error`)
@@ -409,21 +410,21 @@ def verf(x: float) -> float:
     z_err = _mul_error(ac, ac, zc)
     w = 1.0 / ac - 0.3333333333333333
     r = 3.5867168926124977
-    r = r * w + -1.3277935842806077
-    r = r * w + -0.6686354412688925
-    r = r * w + 0.9989949777760435
-    r = r * w + -0.650853817539201
-    r = r * w + 0.16324493960321468
-    r = r * w + 0.17991582392866132
-    r = r * w + -0.2784698189838143
-    r = r * w + 0.18107643273241603
-    r = r * w + -0.0046577358376404965
-    r = r * w + -0.13484128691411748
-    r = r * w + 0.16147285618786794
-    r = r * w + -0.050146110722717754
-    r = r * w + -0.18141695624434123
-    r = r * w + 0.4893503400645558
-    r = r * w + 0.17900115118139
+    r = _fma(r, w, -1.3277935842806077)
+    r = _fma(r, w, -0.6686354412688925)
+    r = _fma(r, w, 0.9989949777760435)
+    r = _fma(r, w, -0.650853817539201)
+    r = _fma(r, w, 0.16324493960321468)
+    r = _fma(r, w, 0.17991582392866132)
+    r = _fma(r, w, -0.2784698189838143)
+    r = _fma(r, w, 0.18107643273241603)
+    r = _fma(r, w, -0.0046577358376404965)
+    r = _fma(r, w, -0.13484128691411748)
+    r = _fma(r, w, 0.16147285618786794)
+    r = _fma(r, w, -0.050146110722717754)
+    r = _fma(r, w, -0.18141695624434123)
+    r = _fma(r, w, 0.4893503400645558)
+    r = _fma(r, w, 0.17900115118139)
     e = vexp(-zc) * r  # erfc(a) = exp(-zc - z_err) R = e (1 - z_err)
     big = (1.0 - e) + e * z_err
     y = _where(a < 0.5, small, _where(a < 2.0, mid, big))
@@ -478,21 +479,21 @@ def _sin_cos_reduced(x):
     z = r * r
     # sin r = r + r^3 S(r^2), S of degree 6 (fit error 2**-66)
     p = -7.586696964319367e-13
-    p = p * z + 1.6058531616384064e-10
-    p = p * z + -2.505210623243116e-08
-    p = p * z + 2.755731921933912e-06
-    p = p * z + -0.00019841269841265065
-    p = p * z + 0.008333333333333331
-    p = p * z + -0.16666666666666666
+    p = _fma(p, z, 1.6058531616384064e-10)
+    p = _fma(p, z, -2.505210623243116e-08)
+    p = _fma(p, z, 2.755731921933912e-06)
+    p = _fma(p, z, -0.00019841269841265065)
+    p = _fma(p, z, 0.008333333333333331)
+    p = _fma(p, z, -0.16666666666666666)
     sin_r = r + (r * z * p + (r_lo - 0.5 * z * r_lo))
     # cos r = 1 - r^2/2 + r^4 C(r^2), C of degree 5; r^2 = z + z_err exactly (`_mul_error`)
     z_err = _mul_error(r, r, z)
     q = -1.138263220199036e-11
-    q = q * z + 2.0876146265300598e-09
-    q = q * z + -2.7557317271714906e-07
-    q = q * z + 2.480158729876566e-05
-    q = q * z + -0.0013888888888887398
-    q = q * z + 0.041666666666666664
+    q = _fma(q, z, 2.0876146265300598e-09)
+    q = _fma(q, z, -2.7557317271714906e-07)
+    q = _fma(q, z, 2.480158729876566e-05)
+    q = _fma(q, z, -0.0013888888888887398)
+    q = _fma(q, z, 0.041666666666666664)
     hz = 0.5 * z
     w = 1.0 - hz
     cos_r = w + (((1.0 - w) - hz) + (z * z * q - (r * r_lo + 0.5 * z_err)))

@@ -1,5 +1,5 @@
-"""The select, bit casts and exact product error vecmath's functions are built of, each one
-LLVM instruction.
+"""The select, bit casts, fused multiply-add and exact product error vecmath's functions are
+built of, each one LLVM instruction.
 
 Part of the runtime adapter (they are intrinsics: llvmlite's builder, Numba's contexts). When
 the adapter cannot use Numba's internals, they are plain ``@njit`` functions with the same
@@ -45,6 +45,14 @@ if LOWERED:
             return builder.fma(args[0], args[1], builder.fneg(args[2]))
         return types.float64(types.float64, types.float64, types.float64), codegen
 
+    @intrinsic
+    def _fma(typingctx, a, b, c):
+        """a * b + c rounded once (LLVM's fma: one vector instruction with FMA hardware,
+        correctly rounded libm's fma without): a polynomial's Horner step."""
+        def codegen(context, builder, sig, args):
+            return builder.fma(args[0], args[1], args[2])
+        return types.float64(types.float64, types.float64, types.float64), codegen
+
 else:
     import numpy as np
 
@@ -70,3 +78,14 @@ else:
         b1 = h - (h - b)
         b2 = b - b1
         return ((a1 * b1 - p) + a1 * b2 + a2 * b1) + a2 * b2
+
+    @njit(error_model="numpy", forceinline=True)
+    def _fma(a, b, c):
+        # a * b exactly as p + e (Dekker), then p + c + e: the fused result but in rare cases
+        # of a tie or of cancellation against e (one rounding more); the same accuracy class
+        p = a * b
+        e = _mul_error(a, b, p)
+        s = p + c
+        v = s - p
+        t = (p - (s - v)) + (c - v)  # TwoSum: s + t = p + c exactly
+        return s + (t + e)

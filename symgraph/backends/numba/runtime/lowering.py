@@ -203,6 +203,9 @@ def compile_steps(context, builder, pointer, impls):
             if f.id == "_mul_error":  # a * b - p in one fused multiply-add
                 (a, _), (b, _), (q, _) = operands
                 return builder.fma(a, b, builder.fneg(q)), f64
+            if f.id == "_fma":  # a * b + c rounded once
+                (a, _), (b, _), (c, _) = operands
+                return builder.fma(a, b, c), f64
             if f.id in ("_bits", "_float"):
                 ty = types.int64 if f.id == "_bits" else f64
                 return builder.bitcast(operands[0][0], context.get_value_type(ty)), ty
