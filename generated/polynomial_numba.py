@@ -26,7 +26,7 @@ from numba import njit
 
 from symgraph.backends.numba.runtime import fetch_add, lane_loops, load_acquire, point_line, straight_line
 
-# runtime 3ac89bf146136c2c8b43351d: Numba's cache of this file is of that runtime
+# runtime 10a04171e800f0be13df36fa: Numba's cache of this file is of that runtime
 
 
 def value_steps(_x, _out):

@@ -235,8 +235,8 @@ def test_lane_loops_vectorise_without_fma_contraction(name, use_kernel):
     # without fastmath it never contracts a*b + c into an FMA (which would change the bits).
     # Black-Scholes' one loop holds its exp, log and erf: inlined vecmath vectorises with it.
     # The only FMAs are vecmath's own (`_mul_error`'s exact product errors, `_fma`'s Horner
-    # steps), in the vector loop and its scalar remainder: at most two per call in the source
-    # of the functions it inlines.
+    # steps), in the vector loop and its scalar remainder (and twice more where a block runs as
+    # two interleaved halves: batch.latency_bound) for each call of the functions it inlines.
     use_kernel(lane_kernel_lines)
     expr, args = CASES[name]()
     module, programs = lane_module((expr, args), hessian=False)
@@ -244,9 +244,30 @@ def test_lane_loops_vectorise_without_fma_contraction(name, use_kernel):
     module.value_grad_batch(X, np.empty((100, len(programs[1].outputs))))
     asm = "\n".join(module.value_grad_chunks.inspect_asm().values())
     fmas = len(re.findall(r"\bvf\w*m(?:add|sub)\w*", asm))
-    assert "mulpd" in asm and fmas <= 2 * explicit_fmas(programs[1])
+    copies = 4 if "interleave=" in "\n".join(lane_kernel_lines(programs[1])) else 2
+    assert "mulpd" in asm and fmas <= copies * explicit_fmas(programs[1])
     if name == "rosenbrock":
         assert fmas == 0
+
+
+def test_interleaved_half_blocks_give_the_bits_of_one_loop(use_kernel):
+    # A small segment with vecmath calls runs a block as two interleaved halves (a batch's
+    # last, partial block as one loop): the same operations on the same operands, so the same
+    # bits as the plain loop, at every batch size.
+    use_kernel(lane_kernel_lines)
+    expr, args = corpus.black_scholes()
+    programs = build_programs([expr], args, args, True, False)
+    source = render_source(programs, [expr], args, "numba")
+    assert "interleave=(" in source
+    plain, _ = load_source(re.sub(r", interleave=\([0-9, ]*\)", "", source))
+    halves, _ = load_source(source)
+    X = np.abs(points(len(args), max(SIZES), seed=11)) + 0.1
+    width = len(programs[1].outputs)
+    for size in SIZES:
+        want, got = np.empty((size, width)), np.empty((size, width))
+        plain.value_grad_batch(X[:size], want)
+        halves.value_grad_batch(X[:size], got)
+        assert_same_bits(got, want)
 
 
 def explicit_fmas(p) -> int:
