@@ -27,7 +27,7 @@ from numba import njit
 from symgraph.backends.numba.runtime import fetch_add, floats_line, lane_loops, load_acquire, point_line, straight_line
 from symgraph.backends.numba.vecmath import vexp, vlog
 
-# runtime 2e11a2a83cd24d10f1ef048d: Numba's cache of this file is of that runtime
+# runtime 48a5aa323a93464f26a021f4: Numba's cache of this file is of that runtime
 
 
 def value_steps(_x, _out):
@@ -62,7 +62,7 @@ def value_lanes(_X, _OUT, _T, _s, _m):
         _OUT[_s + _j, 0] = f
 
 
-_value_lanes = lane_loops(value_lanes, value_steps, slots=64, block=64, chunk=2048, widths={'_X': 2, '_OUT': 1})
+_value_lanes = lane_loops(value_lanes, value_steps, slots=64, block=64, chunk=2048, widths={'_X': 2, '_OUT': 1}, interleave=(0,))
 
 
 @njit(cache=True, error_model="numpy", nogil=True)
@@ -167,7 +167,7 @@ def value_grad_lanes(_X, _OUT, _T, _s, _m):
         _OUT[_s + _j, 2] = df_dw
 
 
-_value_grad_lanes = lane_loops(value_grad_lanes, value_grad_steps, slots=64, block=64, chunk=2048, widths={'_X': 2, '_OUT': 3})
+_value_grad_lanes = lane_loops(value_grad_lanes, value_grad_steps, slots=64, block=64, chunk=2048, widths={'_X': 2, '_OUT': 3}, interleave=(0,))
 
 
 @njit(cache=True, error_model="numpy", nogil=True)

@@ -136,3 +136,20 @@ def test_the_exponents_derivative_of_x_to_the_y_at_x_zero_is_the_limit_zero(back
     value, gradient = fn.value_and_grad(2.0, 3.0)  # elsewhere: the plain rule
     assert gradient.tolist() == [12.0, 8.0 * math.log(2.0)]
     assert math.isnan(fn.grad(-1.0, 0.5)[1])  # log of a negative base stays NaN (NumPy)
+
+
+def test_the_exponents_derivative_of_x_to_the_y_reuses_the_expressions_log_of_x():
+    # The guard at x = 0 selects log(x) away rather than taking the log of a guarded copy of
+    # x: with log(x) in the expression already (weibull's log(d/lam)), value and gradient
+    # hold one log, and the gradient still matches SymPy's where x > 0.
+    import sympy
+
+    x, y = sg.symbols("x y")
+    expr = y * sg.log(x) + x**y
+    value_grad = build_programs([expr], [x, y], [x, y], True, False)[1]
+    assert [s.op for s in value_grad.steps].count("log") == 1
+    sx, sy = sympy.symbols("x y", positive=True)
+    want = [sympy.diff(sy * sympy.log(sx) + sx**sy, v) for v in (sx, sy)]
+    got = sg.compile(expr, [x, y], backend="python").grad(1.7, 0.6)
+    np.testing.assert_allclose(got, [float(w.subs({sx: 1.7, sy: 0.6})) for w in want],
+                               rtol=1e-14)

@@ -12,6 +12,7 @@ values with inf, nan, signed zeros, huge, subnormal and branch-boundary values; 
 from __future__ import annotations
 
 import ast
+import inspect
 import json
 import math
 import os
@@ -74,6 +75,7 @@ CASES = {
     "polynomial": corpus.polynomial,
     "linear_mse": lambda: corpus.linear_mse(6),
     "rosenbrock": lambda: corpus.rosenbrock(6),
+    "rosenbrock9": lambda: corpus.rosenbrock(9),  # rows of 9 and 10: transposed copies
     "mlp": lambda: corpus.mlp(2, 3, 3),
     "black_scholes": corpus.black_scholes,
     "nested": lambda: corpus.nested(12),
@@ -233,7 +235,9 @@ def test_lane_loops_vectorise_without_fma_contraction(name, use_kernel):
     # without fastmath it never contracts a*b + c into an FMA (which would change the bits):
     # no fast-math flag allows it in the IR. Fused multiply-adds are only those vecmath
     # writes (`_fma`, `_mul_error`: llvm.fma), so Rosenbrock, which calls none, has none.
-    # Black-Scholes' one loop holds its exp, log and erf: inlined vecmath vectorises with it.
+    # Black-Scholes' one loop holds its exp, log and erf: inlined vecmath vectorises with it,
+    # its FMAs in the vector loop and its scalar remainder (and twice more where a block runs
+    # as two interleaved halves: batch.latency_bound) for each call of the functions it inlines.
     use_kernel(lane_kernel_lines)
     expr, args = CASES[name]()
     module, programs = lane_module((expr, args), hessian=False)
@@ -241,12 +245,51 @@ def test_lane_loops_vectorise_without_fma_contraction(name, use_kernel):
     module.value_grad_batch(X, np.empty((100, len(programs[1].outputs))))
     asm = "\n".join(module.value_grad_chunks.inspect_asm().values())
     llvm = "\n".join(module.value_grad_chunks.inspect_llvm().values())
-    assert "mulpd" in asm
     assert not re.search(r"\b(contract|fast|reassoc|afn)\b", llvm) and "fmuladd" not in llvm
+    fmas = len(re.findall(r"\bvf\w*m(?:add|sub)\w*", asm))
+    copies = 4 if "interleave=" in "\n".join(lane_kernel_lines(programs[1])) else 2
+    assert "mulpd" in asm and fmas <= copies * explicit_fmas(programs[1])
     if name == "rosenbrock":
-        assert "fmadd" not in asm and "fmsub" not in asm and "llvm.fma" not in llvm
+        assert fmas == 0 and "llvm.fma" not in llvm
     else:
         assert "llvm.fma" in llvm  # (vecmath's exp polynomial)
+
+
+def test_interleaved_half_blocks_give_the_bits_of_one_loop(use_kernel):
+    # A small segment with vecmath calls runs a block as two interleaved halves (a batch's
+    # last, partial block as one loop): the same operations on the same operands, so the same
+    # bits as the plain loop, at every batch size.
+    use_kernel(lane_kernel_lines)
+    expr, args = corpus.black_scholes()
+    programs = build_programs([expr], args, args, True, False)
+    source = render_source(programs, [expr], args, "numba")
+    assert "interleave=(" in source
+    plain, _ = load_source(re.sub(r", interleave=\([0-9, ]*\)", "", source))
+    halves, _ = load_source(source)
+    X = np.abs(points(len(args), max(SIZES), seed=11)) + 0.1
+    width = len(programs[1].outputs)
+    for size in SIZES:
+        want, got = np.empty((size, width)), np.empty((size, width))
+        plain.value_grad_batch(X[:size], want)
+        halves.value_grad_batch(X[:size], got)
+        assert_same_bits(got, want)
+
+
+def explicit_fmas(p) -> int:
+    """`_mul_error` and `_fma` calls the lane code of `p` makes through the vecmath functions
+    it inlines (every call counted: each is inlined)."""
+    calls = re.compile(r"\b(_?v?[a-z][a-z0-9_]*)\(")
+
+    def fmas(name: str) -> int:
+        function = getattr(vm, name, None)
+        if not hasattr(function, "py_func"):
+            return int(name in ("_mul_error", "_fma"))
+        source = inspect.getsource(function.py_func)
+        body = source[source.index("\n", source.index("def ")):].split('"""')[-1]
+        return sum(map(fmas, calls.findall(body)))
+
+    return sum(fmas(name) for name in calls.findall("\n".join(lane_kernel_lines(p)))
+               if hasattr(vm, name))
 
 
 @pytest.mark.parametrize("built", [corpus.rosenbrock(10), corpus.linear_mse(6)],

@@ -150,10 +150,12 @@ def _pow_partials(args, out):
     if exponent.is_const:
         return (exponent * base ** (exponent - 1.0), None)  # exact: x**(1/3) -> x**(-2/3)
     # d/dy x**y = x**y * log(x): at x = 0 that is 0 * -inf; the limit (x**y -> 0 for y > 0) is
-    # 0, as PyTorch and JAX give. log's argument is 1 there, so no derivative of the rule
-    # meets log(0) either.
-    safe = base.call("eq", 0.0).call("where", 1.0, base)
-    return (exponent * base ** (exponent - 1.0), out * safe.call("log"))
+    # 0, as PyTorch and JAX give. log(x) is selected away there (a select, not a product: its
+    # -inf never reaches the sum), so the rule's log(x) is the one the expression may hold
+    # already (weibull's log(d/lam)): one log, not a second one of a guarded copy of x. Its
+    # derivatives meet 1/x only under the guard x != 0 (symgraph.ad.guards).
+    return (exponent * base ** (exponent - 1.0),
+            out * base.call("eq", 0.0).call("where", 0.0, base.call("log")))
 
 
 _op("add", -1, lambda *a: sum(a[1:], a[0]), lambda a, out: (1.0,) * len(a),

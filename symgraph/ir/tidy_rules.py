@@ -144,7 +144,8 @@ def _zero_branch(node: Node) -> int | None:
 
 def _unguard(c: Node, a: Node, b: Node) -> Node | None:
     """The value a derivative rule's guard protects: where(h > 0, h, 1) is h, for h >= 0;
-    where(x == 0, 1, x) is x (a single point replaced)."""
+    where(x == 0, 1, x) is x and where(x == 0, 0, log(x)) is log(x) (a single point
+    replaced; the second is pow's rule in its exponent)."""
     if c.op not in COMPARISONS:
         return None
     x, limit = c.args
@@ -154,6 +155,9 @@ def _unguard(c: Node, a: Node, b: Node) -> Node | None:
         return x
     if c.op == "eq" and b is x and a.op == "const":
         return x
+    if (c.op == "eq" and limit.value == 0.0 and a.op == "const" and a.value == 0.0
+            and b.op == "log" and b.args[0] is x):
+        return b
     if c.op == "ne" and a is x and b.op == "const":
         return x
     return None

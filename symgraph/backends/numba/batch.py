@@ -15,12 +15,16 @@ SLOT_BYTES) and runs each *segment* of the program (a run of steps) as one loop 
   CPU overlaps calls that are a dependent chain within one point.
 
 Steps are list-scheduled so that ready steps of one kind run together (few, long segments).
+A small vector segment with a vecmath call (`latency_bound`) runs a whole block as its two
+halves at once, statement by statement (``lane_loops(..., interleave=(k,))``, k the loop's
+number): one point's chain of long-latency steps would leave the core waiting.
 A value used outside its segment lives in a *slot*: ``BLOCK`` consecutive floats of one scratch
 array ``_T``, addressed as ``_T[offset + _j]`` with literal offsets, which is what lets LLVM prove
 the loops free of aliasing without runtime checks. Slots are reused once their value is dead,
 so a block's working set is (live values) x BLOCK x 8 bytes (at most ~250 KB, on the stack of
 the thread). Inputs are copied into slots by a first loop and outputs out of them by a last one:
-strided accesses stay out of the vector loops. Rows of at most MAX_CONSTANT_WIDTH columns are
+strided accesses stay out of the vector loops (the runtime copies whole groups of 8 rows
+with vector transposes, runtime.transpose). Rows of at most MAX_CONSTANT_WIDTH columns are
 the exception: their strides are constants, and the segments read inputs from _X and store
 outputs in _OUT themselves (so _X and _OUT must not overlap).
 
@@ -90,6 +94,7 @@ MAX_STEPS = 1200
 # 59 ns a point with blocks of 16, fpu_chain@75 836 -> 157 (the per-point loop: 61 and 161).
 SLOT_BYTES = 32 * 1024
 MIN_BLOCK = 16
+INTERLEAVE_COST = 150  # vector segments up to this cost with a vecmath call: `latency_bound`
 
 # Ops whose Numba template is arithmetic, an LLVM intrinsic (sqrt, fabs, floor) or a select
 # (the table's `vectorises`): loops of them vectorise. So do ops with a `lanes` template
@@ -129,6 +134,23 @@ def uses_lanes(p: Program) -> bool:
     the old 400) 231 -> 46; VALIDATE: morse_chain@2 6.9 -> 1.6, softmax_xent@1 17 -> 8.8,
     minimal_surface@6 2.9 -> 2.0. The suite's polynomial is the same either way (0.25 ns)."""
     return 0 < len(p.steps) <= MAX_STEPS and any(map(is_vector_step, p.steps))
+
+
+def latency_bound(p: Program, run: list[Step]) -> bool:
+    """Whether a vector segment is small and holds a vecmath call: one point's chain of
+    long-latency steps (exp -> divide -> log -> pow...) then leaves the core idle, and running
+    the block as two interleaved halves (runtime.lanes' `interleave`) gives it two chains.
+
+    Fitted on benchmarks/families.py's FIT families at ~10 and ~100 operations (two halves for
+    every segment, against one): weibull@1 7.0 -> 5.1 ns a point, arrhenius@3 4.0 -> 3.4,
+    gauss_loglik@1 1.30 -> 1.15, logistic_regression@1 4.5 -> 4.2; arithmetic-only segments
+    lost (fpu_chain@1 0.87 -> 1.06, lennard_jones@1, coulomb@2, huber_regression@1), and so
+    did big ones (cost over ~500: weibull@14 44 -> 49, arrhenius@31 34 -> 42; register
+    pressure), hence the vecmath call and INTERLEAVE_COST."""
+    if replace(p, steps=tuple(run)).cost > INTERLEAVE_COST:
+        return False
+    return any(vecmath_calls(OPS[s.op].render("lanes", [operand_text(o) for o in s.operands]))
+               for s in run)
 
 
 def segments(p: Program, vector=is_vector_step) -> list[list[Step]]:
@@ -228,8 +250,16 @@ def lane_kernel_lines(p: Program) -> list[str]:
     def cell(name: str) -> str:
         return f"_T[{slot[name] * block} + _j]"
 
-    def loop(body: list[str]) -> list[str]:
-        return [f"{I1}for _j in range(_m):", *body] if body else []
+    loops: list[int] = [0]  # for-loops written so far
+    halves: list[int] = []  # those run as two interleaved half-blocks (`latency_bound`)
+
+    def loop(body: list[str], run: list[Step] | None = None) -> list[str]:
+        if not body:
+            return []
+        if run is not None and latency_bound(p, run):
+            halves.append(loops[0])
+        loops[0] += 1
+        return [f"{I1}for _j in range(_m):", *body]
 
     def flags(s: Step) -> list[str]:
         operands = [operand_text(o) for o in s.operands]
@@ -259,7 +289,7 @@ def lane_kernel_lines(p: Program) -> list[str]:
             body += [f"{I2}_OUT[_s + _j, {k}] = {o}" for k, o in enumerate(results)
                      if o in mine]
             stored |= mine
-        lines += loop(body)
+        lines += loop(body, run)
 
     def output(o: str) -> str:
         return cell(o) if o in slot else f"_X[_s + _j, {column[o]}]" if o in column else o
@@ -270,7 +300,8 @@ def lane_kernel_lines(p: Program) -> list[str]:
                    f"{I2}{I1}{p.name}_steps(_X[_s + _j], _OUT[_s + _j])"] if limited else [])
     return lines + ["", "", f"_{p.name}_lanes = lane_loops({p.name}_lanes, {p.name}_steps, "
                     f"slots={count * block}, "
-                    f"block={block}, chunk={CHUNK}, widths={widths})", "", "",
+                    f"block={block}, chunk={CHUNK}, widths={widths}"
+                    + (f", interleave={tuple(halves)}" if halves else "") + ")", "", "",
                     *_chunks_kernel(p, CHUNK, [f"_{p.name}_lanes(_X, _OUT, _c)  # {p.name}_lanes "
                                                f"on each block of {block} points"], widths)]
 

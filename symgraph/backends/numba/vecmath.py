@@ -8,9 +8,10 @@ LLVM cannot vectorise a loop that calls libm, so ``out[j] = math.exp(x[j])`` cos
 alwaysinline): LLVM's own inliner refuses bodies the size of sin/erf, and Numba's IR-level
 ``inline="always"`` re-types the body at every call site (~0.12 s each for vsin). Selects go
 through `_where`: Numba compiles if-expressions to branches, which stop the vectoriser.
-They keep IEEE semantics (no fastmath; fused multiply-adds only where written, `_fma` and
-`_mul_error`) and give NumPy's answers at edge points (nan, inf, signed zeros, overflow,
-subnormals).
+They keep IEEE semantics (no fastmath, no FMA contraction: the fused multiply-adds are explicit,
+`_fma` for the Horner steps of the polynomials and `_mul_error` for exact product errors, the
+value Dekker's split gives; both correctly rounded on every machine, so the bits do not depend
+on it) and give NumPy's answers at edge points (nan, inf, signed zeros, overflow, subnormals).
 
 Methods: an argument reduction exact enough for the result (Cody-Waite with split constants,
 integer scaling by 2**n through bit casts), then a polynomial whose leading terms are added in
@@ -112,12 +113,12 @@ def _log_reduce(x):
 def _log_series(z):
     """z R(z), fdlibm's degree-7 remainder of log m = 2 atanh(s) in z = s**2."""
     r = 0.14616451042434167
-    r = r * z + 0.15331721490738642
-    r = r * z + 0.18182889128565508
-    r = r * z + 0.22222211134749734
-    r = r * z + 0.28571428625975764
-    r = r * z + 0.39999999999899505
-    r = r * z + 0.666666666666667
+    r = _fma(r, z, 0.15331721490738642)
+    r = _fma(r, z, 0.18182889128565508)
+    r = _fma(r, z, 0.22222211134749734)
+    r = _fma(r, z, 0.28571428625975764)
+    r = _fma(r, z, 0.39999999999899505)
+    r = _fma(r, z, 0.666666666666667)
     return r * z
 
 
@@ -140,20 +141,14 @@ def _log_kernel(x, corr):
 @njit(error_model="numpy", forceinline=True)
 def _log_dd(x):
     """log(x) = hi + lo for finite x > 0, to ~2**-59 relative: `_log_kernel`'s reduction, with
-    s = f/(2+f) as a double-double (Dekker's exact product) and log m = 2s + s R(s^2) added to
-    dk ln2 in double-double."""
+    s = f/(2+f) as a double-double (an exact product, `_mul_error`) and log m = 2s + s R(s^2)
+    added to dk ln2 in double-double."""
     dk, f = _log_reduce(x)
     d = 2.0 + f
     d_lo = (2.0 - d) + f  # exact: 2 + f = d + d_lo
     s = f / d
-    h = 134217729.0 * s
-    s1 = h - (h - s)
-    s2 = s - s1
-    h = 134217729.0 * d
-    d1 = h - (h - d)
-    d2 = d - d1
     p = s * d
-    p_err = ((s1 * d1 - p) + s1 * d2 + s2 * d1) + s2 * d2  # s d = p + p_err exactly
+    p_err = _mul_error(s, d, p)  # s d = p + p_err exactly
     s_lo = (((f - p) - p_err) - s * d_lo) / d  # f / (d + d_lo) = s + s_lo
     z = s * s
     r = _log_series(z)
@@ -174,17 +169,11 @@ POW_LIMIT = 16.0  # vpow is within 1 ulp for |y log x| <= this (x > 0, both fini
 def vpow(x: float, y: float) -> float:
     """x**y for finite x > 0, |y| <= 1e290 and |y log x| <= POW_LIMIT (elsewhere unspecified:
     callers recompute where `vpowoff` is true, as vsin's do beyond SIN_COS_LIMIT). exp(y log x)
-    with log x a double-double (`_log_dd`) and y log x = zh + zl (Dekker's exact product), zl
+    with log x a double-double (`_log_dd`) and y log x = zh + zl (an exact product), zl
     joining exp's reduced argument. Max error 0.82 ulp (55,000 points vs mpmath)."""
     lh, ll = _log_dd(x)
     zh = y * lh
-    h = 134217729.0 * y
-    y1 = h - (h - y)
-    y2 = y - y1
-    h = 134217729.0 * lh
-    l1 = h - (h - lh)
-    l2 = lh - l1
-    zl = (((y1 * l1 - zh) + y1 * l2 + y2 * l1) + y2 * l2) + y * ll
+    zl = _mul_error(y, lh, zh) + y * ll  # y lh = zh + its exact error
     k, r, r_err, g = _exp_reduced_dd(zh, zl)
     s = 1.0 + r
     s_err = (1.0 - s) + r
@@ -195,18 +184,19 @@ def vpow(x: float, y: float) -> float:
 
 @njit(error_model="numpy", forceinline=True)
 def vpowoff(x: float, y: float) -> bool:
-    """Whether vpow(x, y) is outside its range (x <= 0, inf, nan; y nan or |y| > 1e290, where
-    Dekker's split overflows; |y log x| > POW_LIMIT): a lane's flag for its libm fix-up."""
+    """Whether vpow(x, y) is outside its range (x <= 0, inf, nan; y nan or |y| > 1e290;
+    |y log x| > POW_LIMIT): a lane's flag for its libm fix-up."""
+    lh, ll = _log_dd(x)  # vpow's own (one computation once inlined beside it)
     return (x <= 0.0 or x != x or x > 1.7976931348623157e308 or y != y
-            or abs(y) > 1.0e290 or abs(y * vlog(x)) > POW_LIMIT)
+            or abs(y) > 1.0e290 or abs(y * lh) > POW_LIMIT)
 
 
 @njit(error_model="numpy", forceinline=True)
 def vhypot(x: float, y: float) -> float:
     """hypot(x, y): both scaled by a power of two when the larger is beyond 2**+-500, then
-    x^2 + y^2 as a double-double (Dekker), its square root and one Newton correction in
-    double-double. hypot(inf, nan) is inf, as NumPy's. Max error 0.55 ulp (40,000 points vs
-    mpmath, subnormal to huge), NumPy's answers at the edges."""
+    x^2 + y^2 as a double-double (exact products, `_mul_error`), its square root and one Newton
+    correction in double-double. hypot(inf, nan) is inf, as NumPy's. Max error 0.55 ulp (40,000
+    points vs mpmath, subnormal to huge), NumPy's answers at the edges."""
     a = abs(x)
     b = abs(y)
     big = _where(a > b, a, b)
@@ -216,24 +206,15 @@ def vhypot(x: float, y: float) -> float:
     sc = _where(far, 2.409919865102884e-181, _where(near, 4.149515568880993e180, 1.0))
     u = big * sc
     v = small * sc
-    h = 134217729.0 * u
-    u1 = h - (h - u)
-    u2 = u - u1
     p = u * u
-    p_err = ((u1 * u1 - p) + 2.0 * u1 * u2) + u2 * u2
-    h = 134217729.0 * v
-    v1 = h - (h - v)
-    v2 = v - v1
+    p_err = _mul_error(u, u, p)
     q = v * v
-    q_err = ((v1 * v1 - q) + 2.0 * v1 * v2) + v2 * v2
+    q_err = _mul_error(v, v, q)
     t = p + q
     t_lo = ((p - t) + q) + (p_err + q_err)  # p >= q
     r = math.sqrt(t)
-    h = 134217729.0 * r
-    r1 = h - (h - r)
-    r2 = r - r1
     rr = r * r
-    rr_err = ((r1 * r1 - rr) + 2.0 * r1 * r2) + r2 * r2
+    rr_err = _mul_error(r, r, rr)
     r = r + (((t - rr) - rr_err) + t_lo) / (2.0 * r)
     y_ = r * _where(far, 4.149515568880993e180, _where(near, 2.409919865102884e-181, 1.0))
     y_ = _where(big == 0.0, 0.0, y_)
@@ -264,15 +245,15 @@ def _atan_parts(a):
     z = t * t
     w = z * z
     s1 = 0.016285820115365782  # fdlibm's aT: odd and even terms of atan(t)/t - 1 in t^2
-    s1 = s1 * w + 0.049768779946159324
-    s1 = s1 * w + 0.06661073137387531
-    s1 = s1 * w + 0.09090887133436507
-    s1 = s1 * w + 0.14285714272503466
+    s1 = _fma(s1, w, 0.049768779946159324)
+    s1 = _fma(s1, w, 0.06661073137387531)
+    s1 = _fma(s1, w, 0.09090887133436507)
+    s1 = _fma(s1, w, 0.14285714272503466)
     s1 = z * (s1 * w + 0.3333333333333293)
     s2 = -0.036531572744216916
-    s2 = s2 * w + -0.058335701337905735
-    s2 = s2 * w + -0.0769187620504483
-    s2 = s2 * w + -0.11111110405462356
+    s2 = _fma(s2, w, -0.058335701337905735)
+    s2 = _fma(s2, w, -0.0769187620504483)
+    s2 = _fma(s2, w, -0.11111110405462356)
     s2 = w * (s2 * w + -0.19999999999876483)
     head = _where(r1, hi, t)
     tail = _where(r1, t - (t * (s1 + s2) - lo), -(t * (s1 + s2)))
@@ -394,62 +375,59 @@ def verf(x: float) -> float:
     a = abs(x)
     z = a * a
     q = -1.4620256114391553e-07
-    q = q * z + 1.6371164552892836e-06
-    q = q * z + -1.4923000283850108e-05
-    q = q * z + 0.00012055286128871108
-    q = q * z + -0.0008548326509718547
-    q = q * z + 0.005223977622008845
-    q = q * z + -0.026866170644999358
-    q = q * z + 0.11283791670954868
-    q = q * z + -0.3761263890318375
-    q = q * z + 0.1283791670955126
+    q = _fma(q, z, 1.6371164552892836e-06)
+    q = _fma(q, z, -1.4923000283850108e-05)
+    q = _fma(q, z, 0.00012055286128871108)
+    q = _fma(q, z, -0.0008548326509718547)
+    q = _fma(q, z, 0.005223977622008845)
+    q = _fma(q, z, -0.026866170644999358)
+    q = _fma(q, z, 0.11283791670954868)
+    q = _fma(q, z, -0.3761263890318375)
+    q = _fma(q, z, 0.1283791670955126)
     small = a + a * q
     lower = a < 1.0
     v = a - _where(lower, 0.75, 1.5)
     f = _where(lower, 3.7158329557374765e-07, -1.0127764745745375e-07)
-    f = f * v + _where(lower, -4.977928781000484e-07, -2.834516684159426e-07)
-    f = f * v + _where(lower, -3.2510398734351924e-06, 1.5310541946285568e-06)
-    f = f * v + _where(lower, 7.165569368244511e-06, 5.712812907512405e-07)
-    f = f * v + _where(lower, 2.211789820335107e-05, -1.4092041781626922e-05)
-    f = f * v + _where(lower, -7.574557900936313e-05, 1.796132652289548e-05)
-    f = f * v + _where(lower, -0.00010618466209095853, 7.768996900322256e-05)
-    f = f * v + _where(lower, 0.0006239836727672716, -0.000254449278742781)
-    f = f * v + _where(lower, 0.00018603225729046672, -9.291428407316154e-05)
-    f = f * v + _where(lower, -0.003968260446341291, 0.0017098196279259489)
-    f = f * v + _where(lower, 0.0023017883040216854, -0.002362677620942112)
-    f = f * v + _where(lower, 0.018435235177909043, -0.0047430532048831076)
-    f = f * v + _where(lower, -0.026872509532768436, 0.019326171998844406)
-    f = f * v + _where(lower, -0.053242729167728105, -0.014866286152863627)
-    f = f * v + _where(lower, 0.1506869693426267, -0.04459885845886105)
-    f = f * v + _where(lower, 0.026788794549800304, 0.1387520040942334)
-    f = f * v + _where(lower, -0.4821983018964055, -0.17839543383544407)
-    f = f * v + _where(lower, 0.6429310691952074, 0.11893028922362937)
+    f = _fma(f, v, _where(lower, -4.977928781000484e-07, -2.834516684159426e-07))
+    f = _fma(f, v, _where(lower, -3.2510398734351924e-06, 1.5310541946285568e-06))
+    f = _fma(f, v, _where(lower, 7.165569368244511e-06, 5.712812907512405e-07))
+    f = _fma(f, v, _where(lower, 2.211789820335107e-05, -1.4092041781626922e-05))
+    f = _fma(f, v, _where(lower, -7.574557900936313e-05, 1.796132652289548e-05))
+    f = _fma(f, v, _where(lower, -0.00010618466209095853, 7.768996900322256e-05))
+    f = _fma(f, v, _where(lower, 0.0006239836727672716, -0.000254449278742781))
+    f = _fma(f, v, _where(lower, 0.00018603225729046672, -9.291428407316154e-05))
+    f = _fma(f, v, _where(lower, -0.003968260446341291, 0.0017098196279259489))
+    f = _fma(f, v, _where(lower, 0.0023017883040216854, -0.002362677620942112))
+    f = _fma(f, v, _where(lower, 0.018435235177909043, -0.0047430532048831076))
+    f = _fma(f, v, _where(lower, -0.026872509532768436, 0.019326171998844406))
+    f = _fma(f, v, _where(lower, -0.053242729167728105, -0.014866286152863627))
+    f = _fma(f, v, _where(lower, 0.1506869693426267, -0.04459885845886105))
+    f = _fma(f, v, _where(lower, 0.026788794549800304, 0.1387520040942334))
+    f = _fma(f, v, _where(lower, -0.4821983018964055, -0.17839543383544407))
+    f = _fma(f, v, _where(lower, 0.6429310691952074, 0.11893028922362937))
     mid = _where(lower, 0.7111556336535151, 0.9661051464753108) + (
         _where(lower, 4.69744077164289e-17, -3.3867031441680696e-17) + v * f)
-    # a^2 = zc + z_err exactly (Dekker's split into 26-bit halves)
+    # a^2 = zc + z_err exactly (`_mul_error`)
     ac = _where(a < 6.0, a, 6.0)
-    h = 134217729.0 * ac
-    a1 = h - (h - ac)
-    a2 = ac - a1
     zc = ac * ac
-    z_err = ((a1 * a1 - zc) + 2.0 * a1 * a2) + a2 * a2
+    z_err = _mul_error(ac, ac, zc)
     w = 1.0 / ac - 0.3333333333333333
     r = 3.5867168926124977
-    r = r * w + -1.3277935842806077
-    r = r * w + -0.6686354412688925
-    r = r * w + 0.9989949777760435
-    r = r * w + -0.650853817539201
-    r = r * w + 0.16324493960321468
-    r = r * w + 0.17991582392866132
-    r = r * w + -0.2784698189838143
-    r = r * w + 0.18107643273241603
-    r = r * w + -0.0046577358376404965
-    r = r * w + -0.13484128691411748
-    r = r * w + 0.16147285618786794
-    r = r * w + -0.050146110722717754
-    r = r * w + -0.18141695624434123
-    r = r * w + 0.4893503400645558
-    r = r * w + 0.17900115118139
+    r = _fma(r, w, -1.3277935842806077)
+    r = _fma(r, w, -0.6686354412688925)
+    r = _fma(r, w, 0.9989949777760435)
+    r = _fma(r, w, -0.650853817539201)
+    r = _fma(r, w, 0.16324493960321468)
+    r = _fma(r, w, 0.17991582392866132)
+    r = _fma(r, w, -0.2784698189838143)
+    r = _fma(r, w, 0.18107643273241603)
+    r = _fma(r, w, -0.0046577358376404965)
+    r = _fma(r, w, -0.13484128691411748)
+    r = _fma(r, w, 0.16147285618786794)
+    r = _fma(r, w, -0.050146110722717754)
+    r = _fma(r, w, -0.18141695624434123)
+    r = _fma(r, w, 0.4893503400645558)
+    r = _fma(r, w, 0.17900115118139)
     e = vexp(-zc) * r  # erfc(a) = exp(-zc - z_err) R = e (1 - z_err)
     big = (1.0 - e) + e * z_err
     y = _where(a < 0.5, small, _where(a < 2.0, mid, big))
@@ -504,24 +482,21 @@ def _sin_cos_reduced(x):
     z = r * r
     # sin r = r + r^3 S(r^2), S of degree 6 (fit error 2**-66)
     p = -7.586696964319367e-13
-    p = p * z + 1.6058531616384064e-10
-    p = p * z + -2.505210623243116e-08
-    p = p * z + 2.755731921933912e-06
-    p = p * z + -0.00019841269841265065
-    p = p * z + 0.008333333333333331
-    p = p * z + -0.16666666666666666
+    p = _fma(p, z, 1.6058531616384064e-10)
+    p = _fma(p, z, -2.505210623243116e-08)
+    p = _fma(p, z, 2.755731921933912e-06)
+    p = _fma(p, z, -0.00019841269841265065)
+    p = _fma(p, z, 0.008333333333333331)
+    p = _fma(p, z, -0.16666666666666666)
     sin_r = r + (r * z * p + (r_lo - 0.5 * z * r_lo))
-    # cos r = 1 - r^2/2 + r^4 C(r^2), C of degree 5; r^2 = z + z_err exactly (Dekker)
-    h = 134217729.0 * r
-    r1 = h - (h - r)
-    r2 = r - r1
-    z_err = ((r1 * r1 - z) + 2.0 * r1 * r2) + r2 * r2
+    # cos r = 1 - r^2/2 + r^4 C(r^2), C of degree 5; r^2 = z + z_err exactly (`_mul_error`)
+    z_err = _mul_error(r, r, z)
     q = -1.138263220199036e-11
-    q = q * z + 2.0876146265300598e-09
-    q = q * z + -2.7557317271714906e-07
-    q = q * z + 2.480158729876566e-05
-    q = q * z + -0.0013888888888887398
-    q = q * z + 0.041666666666666664
+    q = _fma(q, z, 2.0876146265300598e-09)
+    q = _fma(q, z, -2.7557317271714906e-07)
+    q = _fma(q, z, 2.480158729876566e-05)
+    q = _fma(q, z, -0.0013888888888887398)
+    q = _fma(q, z, 0.041666666666666664)
     hz = 0.5 * z
     w = 1.0 - hz
     cos_r = w + (((1.0 - w) - hz) + (z * z * q - (r * r_lo + 0.5 * z_err)))

@@ -233,7 +233,7 @@ def floats_line(steps: Callable, count: int) -> Any:
 
 
 def lane_loops(lanes: Callable, steps: Callable, slots: int, block: int, chunk: int,
-               widths: dict[str, int]) -> Any:
+               widths: dict[str, int], interleave: tuple[int, ...] = ()) -> Any:
     """What ``NAME_chunks`` calls for chunk c: an intrinsic (X, OUT, c) -> None that runs the
     function `lanes` on each block of `block` points of chunk c (points c*chunk ..
     c*chunk + chunk - 1), its loops over _j as loops in LLVM IR (which LLVM vectorises), its
@@ -242,8 +242,10 @@ def lane_loops(lanes: Callable, steps: Callable, slots: int, block: int, chunk: 
     called) for the points flagged. `widths` maps "_X" and "_OUT" to their rows' lengths when
     these are small enough to address with constants (C-contiguous arrays of that many
     columns, which the caller checks): LLVM then vectorises the loops that read and write them
-    (interleaved loads and stores), which it cannot do with the arrays' own strides. Without
-    the lowering: `steps` on each row of the chunk."""
+    (interleaved loads and stores), which it cannot do with the arrays' own strides. The
+    loops numbered in `interleave` (for-loops of `lanes`, from 0) run a whole block as its two
+    halves at once (`lanes._halves`): the same bits. Without the lowering: `steps` on each row
+    of the chunk."""
     if _plain():
         return plain.rows_kernel(steps, chunk)
 
@@ -256,7 +258,7 @@ def lane_loops(lanes: Callable, steps: Callable, slots: int, block: int, chunk: 
             layouts = {"_X": x.layout, "_OUT": out.layout}
             constant = {name: width for name, width in widths.items() if layouts[name] == "C"}
             return types.void(x, out, c), lambda *lowering: _lanes.lower_lanes(
-                loops, fixup, slots, block, chunk, constant, *lowering)
+                loops, fixup, slots, block, chunk, constant, interleave, *lowering)
         return None
 
     typer.__name__ = lanes.__name__

@@ -47,8 +47,8 @@ if LOWERED:
 
     @intrinsic
     def _fma(typingctx, a, b, c):
-        """a * b + c with one rounding (LLVM's fma, as `_mul_error`): a polynomial's Horner
-        step in one instruction instead of two."""
+        """a * b + c rounded once (LLVM's fma: one vector instruction with FMA hardware,
+        correctly rounded libm's fma without): a polynomial's Horner step."""
         def codegen(context, builder, sig, args):
             return builder.fma(args[0], args[1], args[2])
         return types.float64(types.float64, types.float64, types.float64), codegen
@@ -81,11 +81,11 @@ else:
 
     @njit(error_model="numpy", forceinline=True)
     def _fma(a, b, c):
-        # a * b + c from the exact product (p + e) and an exact sum (s + z): the fma's value
-        # but where rounding (s + z) + e twice lands on a tie (the polynomials' last bits)
+        # a * b exactly as p + e (Dekker), then p + c + e: the fused result but in rare cases
+        # of a tie or of cancellation against e (one rounding more); the same accuracy class
         p = a * b
         e = _mul_error(a, b, p)
         s = p + c
         v = s - p
-        z = (p - (s - v)) + (c - v)
-        return s + (z + e)
+        t = (p - (s - v)) + (c - v)  # TwoSum: s + t = p + c exactly
+        return s + (t + e)

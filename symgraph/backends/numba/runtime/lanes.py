@@ -17,13 +17,16 @@ import ast
 from numba import types
 from numba.core import cgutils
 
+from . import transpose
 from .lowering import compile_steps
 
 
-def lower_lanes(loops, steps, slots, block, chunk, widths, context, builder, signature, args):
+def lower_lanes(loops, steps, slots, block, chunk, widths, interleave, context, builder,
+                signature, args):
     """Emit the loops `loops` (of a ``NAME_lanes``) into an intrinsic's code (X, OUT, c) that
     runs chunk c; a fix-up loop's call (``NAME_steps(_X[_s + _j], _OUT[_s + _j])``) runs the
-    statements `steps`."""
+    statements `steps`. The loops numbered in `interleave` (counting the function's for-loops
+    from 0) run a whole block as its two halves at once, statement by statement (`_halves`)."""
     intp, impls = types.intp, {}
     (xty, oty, cty), (x, out, c) = signature.args, args
     arrays = {"_X": (xty, context.make_array(xty)(context, builder, x)),
@@ -40,10 +43,14 @@ def lower_lanes(loops, steps, slots, block, chunk, widths, context, builder, sig
         left = builder.sub(n, s)
         m = builder.select(builder.icmp_signed("<", left, context.get_constant(intp, block)),
                            left, context.get_constant(intp, block))
-        for loop in loops:
-            if not isinstance(loop, ast.For):
+        for number, loop in enumerate(loop for loop in loops if isinstance(loop, ast.For)):
+            if number in interleave:
+                _halves(context, builder, loop, arrays, scratch, flags, widths, s, m, block, impls)
                 continue
-            with cgutils.for_range(builder, m) as j:
+            first = _transposed(context, builder, loop, arrays, scratch, flags, widths, s, m)
+            with cgutils.for_range_slice(builder, first, m, context.get_constant(intp, 1)) as (
+                    j, _):
+                j = _Index(j)
                 pointer = _pointers(context, builder, arrays, scratch, flags, widths, s, j.index)
                 if isinstance(loop.body[0], ast.If):  # libm for the flagged points: rarely
                     test = pointer(loop.body[0].test)[1]
@@ -81,3 +88,63 @@ def _pointers(context, builder, arrays, scratch, flags, widths, s, j):
             builder.add(row, context.get_constant(intp, column.value))])
 
     return pointer
+
+
+def _halves(context, builder, loop, arrays, scratch, flags, widths, s, m, block, impls):
+    """A compute loop on a whole block as two interleaved halves: each statement for point j,
+    then for point j + block/2 (j < block/2), so the out-of-order core has two independent
+    chains in its window where one latency-bound chain (exp -> divide -> log -> pow...) kept
+    it waiting. A partial block (a batch's last) runs the loop as it is. The same operations
+    on the same operands: the same bits."""
+    intp = types.intp
+    half = block // 2
+    full = builder.icmp_signed("==", m, context.get_constant(intp, block))
+    with builder.if_else(full) as (whole, partial):
+        with whole:
+            with cgutils.for_range(builder, context.get_constant(intp, half)) as j:
+                runs = [compile_steps(context, builder, _pointers(
+                    context, builder, arrays, scratch, flags, widths, s,
+                    builder.add(j.index, context.get_constant(intp, k * half))), impls)
+                    for k in (0, 1)]
+                for statement in loop.body:
+                    for run in runs:
+                        run([statement])
+        with partial:
+            with cgutils.for_range(builder, m) as j:
+                compile_steps(context, builder, _pointers(
+                    context, builder, arrays, scratch, flags, widths, s, j.index), impls)(
+                    loop.body)
+
+
+class _Index:
+    """A loop's index as `cgutils.for_range` gives it (``.index``)."""
+
+    def __init__(self, index) -> None:
+        self.index = index
+
+
+def _transposed(context, builder, loop, arrays, scratch, flags, widths, s, m):
+    """For a copy of wide C-contiguous rows into slots or out of them: the whole groups of V
+    points of the block copied by vector transposes (`transpose`); returns the first point
+    left for the loop's own statements (0 for every other loop). The flags ``_F[_j] = False``
+    of a copy-in loop are cleared for every point first."""
+    intp = types.intp
+    zero = context.get_constant(intp, 0)
+    for name, find, emit in (("_X", transpose.copy_in_columns, transpose.emit_copy_in),
+                             ("_OUT", transpose.copy_out_columns, transpose.emit_copy_out)):
+        ty, ary = arrays[name]
+        columns = find(loop)
+        if columns is None or name in widths or ty.layout != "C":
+            continue
+        v = transpose.width_for(len(columns))
+        if len(columns) < v:
+            return zero
+        if any(transpose._subscript(st.targets[0], "_F") for st in loop.body):
+            false = context.get_constant(types.boolean, False)
+            with cgutils.for_range(builder, m) as j:
+                context.pack_value(builder, types.boolean, false, builder.gep(flags, [j.index]))
+        groups = builder.udiv(m, context.get_constant(intp, v))
+        emit(context, builder, ty, ary, scratch, s, groups,
+             columns if name == "_OUT" else list(columns), v)
+        return builder.mul(groups, context.get_constant(intp, v))
+    return zero
