@@ -113,7 +113,7 @@ def test_a_cache_missing_its_machine_code_falls_back_to_numbas_usual_path(first_
     again = _run(cache)
     assert again["refreshed"]  # compiled again, the usual way
     assert again["runtime_built"]
-    from symgraph.backends.numba.startup import _read
+    from symgraph.backends.numba.runtime.startup import _read
 
     assert _read(kept) is not None  # written anew, whole
     for key in ("value", "grad", "batch"):

@@ -68,7 +68,7 @@ def _load_numba(module: ModuleType) -> None:
     kernels = dispatchers_of(module)
     checked(kernels)  # every kernel's cache files: damaged ones compile again
     if kernels:  # (kept from a process that compiled: the next one loads it)
-        from .numba.startup import start_runtime
+        from .numba.runtime.startup import start_runtime
 
         start_runtime(kernels[0].targetctx)
     load_on_first_call(dispatchers_of(module, ("_row", "_chunks", "_point")))

@@ -33,7 +33,7 @@ import numpy as np
 
 from ..files import read_text
 from .cache_files import checked
-from .startup import lazy_libraries, start_runtime
+from .runtime.startup import lazy_libraries, start_runtime
 
 _done: set[int] = set()  # ids of dispatchers already preloaded (they live as long as modules)
 _lock = threading.Lock()

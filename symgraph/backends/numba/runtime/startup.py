@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..files import default_cache_dir, write_atomically
+from ...files import default_cache_dir, write_atomically
 
 _HEADER = b"symgraph-nrt 1\n"
 
