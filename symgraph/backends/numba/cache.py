@@ -33,7 +33,6 @@ import numpy as np
 
 from ..files import read_text
 from .cache_files import checked
-from .runtime.startup import lazy_libraries, start_runtime
 
 _done: set[int] = set()  # ids of dispatchers already preloaded (they live as long as modules)
 _lock = threading.Lock()
@@ -104,6 +103,9 @@ def _load_overloads(dispatcher: Any) -> int:
             if key[1] == magic and key[0] not in dispatcher.overloads]
     if not keys:
         return 0
+    # (imported here: the runtime adapter imports Numba, which `import symgraph` must not)
+    from .runtime.startup import lazy_libraries, start_runtime
+
     start_runtime(context)  # the runtime's symbols (NRT_*), which cached code links against
     loaded = 0
     for key in keys:
