@@ -10,7 +10,8 @@
    the value+gradient against SciPy's rosen + rosen_der, the sparse Hessian's evaluation
    against a hand-written vectorised NumPy one (values in the same order; CSR assembly
    separately), the symbolic sparse kernels up to --symbolic-max variables, CasADi's
-   `hessian` + `Function` where CasADi installs, and at the largest n
+   `hessian` + `Function` where CasADi installs, asdex's jitted sparse Hessian (JAX) where
+   asdex installs (pip install asdex), and at the largest n
    `sg.optimize.minimize(method="trust-constr")` end to end. The run has one OpenBLAS thread.
 2. A 2-D Laplacian-type energy on a grid x grid lattice, the same figures.
 3. A chain of log/exp/sin terms over three variables, a family nothing was tuned on: the
@@ -70,8 +71,8 @@ def _ratios(ours, theirs, repeats: int = 3) -> tuple[float, float, float]:
     return max(a for a, _ in pairs), max(ratios), min(ratios)
 
 
-def _sparse_hessian_report(title: str, build_f, numpy_values, casadi_f, n: int, backend: str,
-                           symbolic_max: int, value_kernel: bool = True,
+def _sparse_hessian_report(title: str, build_f, numpy_values, casadi_f, asdex_f, n: int,
+                           backend: str, symbolic_max: int, value_kernel: bool = True,
                            gradient=None) -> None:
     """Setup and evaluation figures of one sparse Hessian problem. The kernels a user gets
     from `fn.hessian(x, sparse=True)` and `fn.hessp`: for a large sum of small terms, one
@@ -149,6 +150,7 @@ def _sparse_hessian_report(title: str, build_f, numpy_values, casadi_f, n: int, 
               f"evaluation {t_sym * 1e3:.3f} ms ({t_sym / t_ours:.2f}x the template path's); "
               f"values agree to {agree:.1e}")
     _casadi(casadi_f, n, point, t_ours)
+    _asdex(asdex_f, n, point, t_ours, kernels.hessian(point))
     # The problem's graph let go before the next one (the kept last sum and pattern hold it)
     separable._LAST[:] = [None, None]
     sparsity._LAST_HESSIAN[:] = [None, None]
@@ -173,6 +175,44 @@ def _casadi(casadi_f, n: int, point, t_ours: float) -> None:
     t_eval = _timed_eval(lambda: function(point))
     print(f"CasADi hessian + Function: built {t_build:.2f} s, evaluation {t_eval * 1e3:.3f} ms "
           f"(symgraph {t_eval / t_ours:.2f}x faster)")
+
+
+def _asdex(asdex_f, n: int, point, t_ours: float, reference) -> None:
+    """asdex's sparse Hessian (JAX) of the same function written in jax.numpy, as an asdex user
+    would: pattern and coloring detected once, the evaluation jitted (float64). Its values
+    (a BCOO matrix, full symmetric) are checked against symgraph's csr_array."""
+    try:
+        import asdex
+        import jax
+    except ImportError:
+        print("asdex: not installed (pip install asdex) - peer skipped")
+        return
+    from importlib.metadata import version
+
+    from scipy.sparse import coo_array
+
+    jax.config.update("jax_enable_x64", True)
+    x = jax.numpy.asarray(point)
+
+    def f(y):
+        return asdex_f(jax.numpy, y)
+
+    def make():  # pattern + coloring, then the jitted Hessian compiled by its first call
+        coloring = asdex.hessian_coloring(f, x)
+        hessian = jax.jit(asdex.hessian_from_coloring(f, coloring))
+        hessian(x).data.block_until_ready()
+        return coloring, hessian
+
+    t_build, (coloring, hessian) = _clock(make)
+    t_eval = _timed_eval(lambda: hessian(x).data.block_until_ready())
+    h = hessian(x)
+    theirs = coo_array((np.asarray(h.data), tuple(np.asarray(h.indices).T)), shape=(n, n))
+    error = abs(theirs.tocsr() - reference)
+    assert (error - 1e-10 * abs(reference)).max() <= 1e-9, "asdex's Hessian differs"
+    print(f"asdex {version('asdex')} (JAX {jax.__version__}) sparse Hessian: built "
+          f"{t_build:.2f} s ({coloring.num_colors} colors), "
+          f"evaluation {t_eval * 1e3:.3f} ms (symgraph {t_eval / t_ours:.2f}x faster); "
+          f"values agree (max difference {error.max():.1e})")
 
 
 # -- problems -------------------------------------------------------------------------------
@@ -245,6 +285,24 @@ def chain(n: int):
 def chain_casadi(ca, x):
     return ca.sum1(ca.log(1 + (x[1:-1] - x[:-2]) ** 2)
                    + 0.5 * ca.exp(-x[:-2] * x[2:]) * ca.sin(x[1:-1]))
+
+
+def rosenbrock_jax(jnp, x):
+    return jnp.sum(100 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2)
+
+
+def grid_jax(m: int):
+    def energy(jnp, x):
+        u = x.reshape(m, m)  # row-major, as the symbols are numbered
+        return (jnp.sum((u[1:, :] - u[:-1, :]) ** 2) + jnp.sum((u[:, 1:] - u[:, :-1]) ** 2)
+                + jnp.sum(x ** 4 / 4 + jnp.cos(x)))
+
+    return energy
+
+
+def chain_jax(jnp, x):
+    return jnp.sum(jnp.log(1 + (x[1:-1] - x[:-2]) ** 2)
+                   + 0.5 * jnp.exp(-x[:-2] * x[2:]) * jnp.sin(x[1:-1]))
 
 
 def grid_energy(m: int):
@@ -361,19 +419,20 @@ def main() -> None:
     if "rosenbrock" in parts:
         for n in map(int, a.n.split(",")):
             _sparse_hessian_report("Chained Rosenbrock", lambda n=n: rosenbrock(n),
-                                   rosenbrock_numpy_values, rosenbrock_casadi, n, a.backend,
-                                   a.symbolic_max, not a.no_value_kernel, rosen_value_grad)
+                                   rosenbrock_numpy_values, rosenbrock_casadi, rosenbrock_jax, n,
+                                   a.backend, a.symbolic_max, not a.no_value_kernel,
+                                   rosen_value_grad)
             if n == max(map(int, a.n.split(","))) and not a.no_value_kernel:
                 _minimize_report(n, a.backend)
     if "grid" in parts:
         _sparse_hessian_report(f"2-D Laplacian-type energy {a.grid}x{a.grid}",
                                lambda: grid_energy(a.grid), grid_numpy_values(a.grid),
-                               grid_casadi(a.grid), a.grid * a.grid, a.backend, a.symbolic_max,
-                               not a.no_value_kernel)
+                               grid_casadi(a.grid), grid_jax(a.grid), a.grid * a.grid,
+                               a.backend, a.symbolic_max, not a.no_value_kernel)
     if "chain" in parts:
         _sparse_hessian_report("Held-out chain (log, exp, sin over 3 variables)",
-                               lambda: chain(a.chain), None, chain_casadi, a.chain, a.backend,
-                               a.symbolic_max, not a.no_value_kernel)
+                               lambda: chain(a.chain), None, chain_casadi, chain_jax, a.chain,
+                               a.backend, a.symbolic_max, not a.no_value_kernel)
     print(f"load average {os.getloadavg()[0]:.2f} at the end")
     if "ode" not in parts:
         return
