@@ -86,7 +86,9 @@ SLOW_TESTS = {
         "test_symbolic_derivatives_of_random_branches_follow_the_taken_branch",
         "test_python_backend_points_and_batches_of_random_branches_follow_the_taken_branch",
     },
-    "test_sparse.py": {"test_rosenbrock_agrees_with_scipys_reference_functions[200]"},
+    "test_sparse.py": {
+        "test_rosenbrock_agrees_with_scipys_reference_functions[1000]",
+        "test_rosenbrock_gradient_hessp_and_sparse_hessian_at_a_hundred_thousand_variables"},
     "test_user_functions.py": {
         "test_the_gamma_regression_example_fits_and_agrees_with_scipy_stats"},
 }
