@@ -61,6 +61,8 @@ NUMBA_TESTS = {  # (a name, or a name[parameter id])
         "test_processes_sharing_one_cache_folder_all_get_the_right_numbers",
     },
     "test_outputs.py": {"test_api_batches_in_a_loop_give_fresh_results_each_time"},
+    "test_sparse.py": {
+        "test_rosenbrock_gradient_hessp_and_sparse_hessian_at_a_hundred_thousand_variables"},
     "test_register_op.py": {"test_cache_keys_and_sources_follow_the_table"},
     "test_tape_table.py": {"test_a_standard_tape_pickles_without_its_interpreters_source",
                            "test_a_registered_op_gets_the_next_code_and_is_refused_once_it_is_gone"},
@@ -86,9 +88,7 @@ SLOW_TESTS = {
         "test_symbolic_derivatives_of_random_branches_follow_the_taken_branch",
         "test_python_backend_points_and_batches_of_random_branches_follow_the_taken_branch",
     },
-    "test_sparse.py": {
-        "test_rosenbrock_agrees_with_scipys_reference_functions[1000]",
-        "test_rosenbrock_gradient_hessp_and_sparse_hessian_at_a_hundred_thousand_variables"},
+    "test_sparse.py": {"test_rosenbrock_agrees_with_scipys_reference_functions[1000]"},
     "test_user_functions.py": {
         "test_the_gamma_regression_example_fits_and_agrees_with_scipy_stats"},
 }
