@@ -215,7 +215,32 @@ def _finish(built: Build, record: dict, **extra: Any) -> Build:
     return built
 
 
-class Deferred:
+class MadeOnUse:
+    """What a build whose straight-line Build is made on first use (its `straight()`) shows of
+    that Build: asking for the module, its file or source, or the batches' tapes makes it."""
+
+    @property
+    def module(self) -> Any:
+        return self.straight().module
+
+    @property
+    def path(self) -> Path | None:
+        return self.straight().path
+
+    @property
+    def source(self) -> str:
+        return self.straight().source
+
+    @property
+    def batch_tapes(self) -> Any:
+        return self.straight().batch_tapes
+
+    @property
+    def on_tape(self) -> list[Program]:
+        return self.straight().on_tape
+
+
+class Deferred(MadeOnUse):
     """A Build whose first calls run interpreted (runtime.interpret): the Python backend's
     module for the programs, per program a `Pending` switch to the straight-line Build, which
     is made (rendered, imported, its kernels compiled or loaded) when the switch pays, or
@@ -303,23 +328,4 @@ class Deferred:
         return _finish(built, record,
                        interpreter=self._interpreter_name)
 
-    @property
-    def module(self) -> Any:
-        return self.straight().module
-
-    @property
-    def path(self) -> Path | None:
-        return self.straight().path
-
-    @property
-    def source(self) -> str:
-        return self.straight().source
-
-    @property
-    def batch_tapes(self) -> Any:
-        return self.straight().batch_tapes
-
-    @property
-    def on_tape(self) -> list[Program]:
-        return self.straight().on_tape
 

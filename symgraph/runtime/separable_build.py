@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..lower.products import VALUE, VALUE_GRAD, Product
+from .build import MadeOnUse
 from .separable import SeparableSum
 
 TAKEN = frozenset({VALUE.name, VALUE_GRAD.name})  # the products the fused kernels make
@@ -29,7 +30,7 @@ def fused_products(products: Sequence[Product]) -> bool:
     return all(p.name in TAKEN for p in products)
 
 
-class SeparableBuild:
+class SeparableBuild(MadeOnUse):
     """``rows[name](x, out)``, ``batches[name](X, OUT)`` (= ``threaded``) of the value and
     value+gradient products from `separable`; the symbolic Build (`make()`) for the rest."""
 
@@ -71,18 +72,3 @@ class SeparableBuild:
     def programs(self) -> list:
         return self.straight().programs
 
-    @property
-    def module(self) -> Any:
-        return self.straight().module
-
-    @property
-    def path(self) -> Any:
-        return self.straight().path
-
-    @property
-    def source(self) -> str:
-        return self.straight().source
-
-    @property
-    def batch_tapes(self) -> Any:
-        return self.straight().batch_tapes
