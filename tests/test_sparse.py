@@ -364,3 +364,16 @@ def test_reserved_vector_names_are_refused_clearly():
     fn = sg.compile(v ** 2, [v], backend="python")
     with pytest.raises(ValueError, match="reserved"):
         fn.hessp(np.ones(1), np.ones(1))
+
+
+def test_product_batches_pair_points_with_vectors_and_refuse_unpaired_counts():
+    a, b = sg.symbols("a b")
+    fn = sg.compile(sg.sin(a * b) + a**3, [a, b], backend="python")
+    points, vectors = np.array([[0.5, 1.5], [1.0, -2.0], [2.0, 0.25]]), np.array([[1.0, -1.0]])
+    one = [fn.jvp(p, vectors[0]) for p in points]
+    np.testing.assert_array_equal(fn.jvp(points, vectors), np.array(one))  # one vector, 3 points
+    np.testing.assert_array_equal(fn.vjp(points[:1], np.ones((3, 1))),
+                                  np.array([fn.vjp(points[0], np.ones(1))] * 3))
+    assert fn.jvp(np.empty((0, 2)), vectors[0]).shape == (0, 1)  # no points: no rows
+    with pytest.raises(ValueError, match="3 point.s. and 2 vector.s. do not pair up"):
+        fn.jvp(points, np.ones((2, 2)))

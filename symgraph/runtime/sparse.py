@@ -200,7 +200,11 @@ class DerivativeKernels:
         if x.ndim == 1 and v.ndim == 1:
             return self.kernel(name)(np.concatenate([x, v]))
         x2, v2 = np.atleast_2d(x), np.atleast_2d(v)
-        rows = max(len(x2), len(v2))
+        try:  # one point against a batch (either way), or as many rows as points (0 too)
+            rows = np.broadcast_shapes((len(x2),), (len(v2),))[0]
+        except ValueError:
+            raise ValueError(f"{name}: {len(x2)} point(s) and {len(v2)} vector(s) do not "
+                             "pair up (give one of either, or as many of both)") from None
         point = np.concatenate([np.broadcast_to(x2, (rows, x2.shape[1])),
                                 np.broadcast_to(v2, (rows, size))], axis=1)
         return self.kernel(name)(point)
