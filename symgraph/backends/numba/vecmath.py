@@ -280,14 +280,8 @@ def vatan2(y: float, x: float) -> float:
     ay = abs(y)
     ax = abs(x)
     q = ay / ax
-    h = 134217729.0 * q
-    q1 = h - (h - q)
-    q2 = q - q1
-    h = 134217729.0 * ax
-    a1 = h - (h - ax)
-    a2 = ax - a1
     p = q * ax
-    p_err = ((q1 * a1 - p) + q1 * a2 + q2 * a1) + q2 * a2
+    p_err = _mul_error(q, ax, p)  # q * ax = p + p_err exactly
     dq = ((ay - p) - p_err) / ax  # ay / ax = q + dq
     c = dq / (1.0 + q * q)
     c = _where(c == c, c, 0.0)
