@@ -297,6 +297,60 @@ def test_tape_agrees_with_python_backend_and_evaluate(expr, pts):
     np.testing.assert_allclose(rows[:, 0], reference * np.ones(len(X)), rtol=1e-9, atol=1e-12)
 
 
+_TAPE_ARRAYS = ("opcodes", "operands", "targets", "blocks", "constants", "outputs", "step_of")
+
+
+def _tape_arrays(tape) -> list:
+    return [tape.n_registers] + [getattr(tape, a).tobytes() for a in _TAPE_ARRAYS] + [
+        getattr(tape, a).dtype.str for a in _TAPE_ARRAYS]
+
+
+def _assembled_equals_stepwise(program) -> None:
+    """`build_tape` (Numba's `assemble`, from the scheduler's Encoding and from the names alone)
+    makes the very arrays of the step-by-step Python builder (the reference)."""
+    from dataclasses import replace
+
+    from symgraph.backends.tape import builder
+
+    reference = _tape_arrays(builder._finished(program, STANDARD,
+                                               *builder._stepwise(program, STANDARD)))
+    assert _tape_arrays(build_tape(program)) == reference
+    assert _tape_arrays(build_tape(replace(program, encoding=None))) == reference
+
+
+@settings(max_examples=25, **SETTINGS)
+@given(expressions(max_depth=5))
+def test_assembled_tapes_are_the_step_by_step_builders_bit_for_bit(expr):
+    for program in build_programs([expr], VARIABLES, VARIABLES, True, True):
+        assert program.encoded is not None  # the scheduler's codes, checked against names
+        _assembled_equals_stepwise(program)
+
+
+def test_assembled_tapes_cover_negations_constants_powers_pairs_and_wide_sums():
+    x, y, z = VARIABLES
+    terms = [sg.sin(x * k) * y ** (k % 5 - 2) - z / (k + 1) for k in range(20)]
+    exprs = [sum(terms) + sg.cos(x * 3), -(x * y) * sg.tanh(-z) - sg.exp(-x), x ** 3 - x ** -1,
+             apply("add", x, apply("neg", y), apply("neg", z), -0.0, 0.0), sg.where(x > y, x, z)]
+    programs = build_programs(exprs, VARIABLES, VARIABLES, False, False)
+    assert any(len(s.operands) > 8 for p in programs for s in p.steps)
+    for program in programs:
+        _assembled_equals_stepwise(program)
+    a, b = Operand(NAME, "a"), Operand(NAME, "b")
+    steps = (Step("t0", "neg", (a,)), Step("t1", "mul", (Operand(NAME, "t0"), b)),
+             Step("t2", "add", (Operand(NAME, "t0", True), Operand(CONST, -0.0), b)),
+             Step("t3", "sin", (Operand(NAME, "t0"),)), Step("t4", "cos", (Operand(NAME, "t0"),)),
+             Step("t5", "pow", (Operand(NAME, "t1", True), Operand(CONST, -3.0))),
+             Step("t6", "mul", (Operand(CONST, math.nan), Operand(NAME, "t5"))))
+    made = Program("value", ("a", "b"), steps, (("f", Operand(NAME, "t6", True)),
+                                                ("g", Operand(NAME, "t2")), ("h", a),
+                                                ("k", Operand(CONST, 2.5))))
+    _assembled_equals_stepwise(made)  # (no Encoding: from the names)
+    wrong = Program("value", ("a",), (Step("t0", "sin", (Operand(NAME, "t1"),)),
+                                      Step("t1", "cos", (a,))), (("f", Operand(NAME, "t0")),))
+    with pytest.raises(ValueError, match="unknown operand 't1' in step 0"):
+        build_tape(wrong)  # a name used before its step: the step-by-step builder's error
+
+
 # -- registers, text, shapes ---------------------------------------------------------------------
 
 

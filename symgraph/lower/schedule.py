@@ -14,7 +14,7 @@ them (backends.common.operand_text for Python and Numba; the tape reads them as 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import NamedTuple
 
@@ -62,6 +62,26 @@ def power_exponent(step: Step) -> int | None:
     return small_power(exponent.value) if exponent.kind == CONST else None
 
 
+def constant_key(value: float) -> float | str:
+    """What tells constants apart for a register: the value, but the two zeros apart and every
+    nan one (the tape gives each key one register)."""
+    return value if value and value == value else "nan" if value != value else value.hex()
+
+
+class Encoding(NamedTuple):
+    """A program's operands as ints, made with its steps for the tape builder (which would
+    otherwise look 10^5 names up again): ``2 * r + negated + offset``, r a step's index,
+    ``-i - 1`` input i, or ``-len(inputs) - 1 - k`` the constant ``constants[k]``. Valid for
+    the steps and outputs it was made with (`Program.encoded` checks they are its own)."""
+
+    steps: tuple[Step, ...]
+    outputs: tuple[tuple[str, Operand], ...]
+    operands: list[int]  # the steps' operands in order (a prefix's: its longer program's)
+    output_operands: list[int]
+    constants: list[float]  # one per constant node (the tape's are distinct by `constant_key`)
+    offset: int = 0  # added to every code above
+
+
 @dataclass(frozen=True)
 class Program:
     """A straight-line kernel: inputs, steps, then output slots in order."""
@@ -70,6 +90,14 @@ class Program:
     inputs: tuple[str, ...]
     steps: tuple[Step, ...]
     outputs: tuple[tuple[str, Operand], ...]  # (label, operand)
+    encoding: Encoding | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def encoded(self) -> Encoding | None:
+        """`encoding` when it was made for these steps and outputs (a `replace` keeps it)."""
+        e = self.encoding
+        return e if e is not None and e.steps is self.steps and e.outputs is self.outputs \
+            else None
 
     @cached_property
     def census(self) -> dict[tuple[str, int, int | None], int]:
@@ -151,7 +179,7 @@ def schedule_all(jobs: Sequence[tuple[str, Sequence[tuple[str, Node]]]], inputs:
     programs: list[Program | None] = [None] * len(jobs)
     if not jobs:
         return []
-    program, at_mark, operand, claimed, inlined = _schedule(
+    program, at_mark, operand, claimed, inlined, code_of = _schedule(
         jobs[longest][0], whole, order, inputs, input_names, comments, marks)
     programs[longest] = program
     for i, k in prefix_of.items():
@@ -162,8 +190,14 @@ def schedule_all(jobs: Sequence[tuple[str, Sequence[tuple[str, Node]]]], inputs:
         same_comments = ((comments and end <= COMMENT_MAX_PROGRAM)
                          == (comments and len(order) <= COMMENT_MAX_PROGRAM))
         if same_comments and _same_choices(part, mine, claimed, inlined):
-            programs[i] = Program(name, tuple(input_names), program.steps[:at_mark[end]],
-                                  tuple((label, operand[node]) for label, node in outputs))
+            steps = program.steps[:at_mark[end]]
+            slots = tuple((label, operand[node]) for label, node in outputs)
+            whole_encoding = program.encoding
+            encoding = None if whole_encoding is None else Encoding(
+                steps, slots, whole_encoding.operands,
+                [code_of[node] for _, node in outputs], whole_encoding.constants,
+                whole_encoding.offset)
+            programs[i] = Program(name, tuple(input_names), steps, slots, encoding)
         else:
             programs[i] = _schedule(name, outputs, part, inputs, input_names, comments, [])[0]
     for i, (name, outputs) in enumerate(jobs):
@@ -189,9 +223,21 @@ def _schedule(name: str, outputs: list[tuple[str, Node]], order: list[Node],
               inputs: Sequence[Node], input_names: Sequence[str], comments: bool,
               marks: list[int]) -> tuple:
     """The Program of `outputs` over `order` (their topological order), and the number of steps
-    made after each of the first `marks` nodes; the operand map, claims and inlined negations."""
-    operand: dict[Node, Operand] = {node: Operand(NAME, ident)
-                                    for node, ident in zip(inputs, input_names, strict=True)}
+    made after each of the first `marks` nodes; each node's operand, claims and inlined
+    negations.
+
+    A node's operand is found by its code (`Encoding`'s, plus `offset` to make it an index of
+    `by_code`): the codes are the Encoding the tape builder reads, at the cost of one list
+    index per operand."""
+    offset = 2 * (len(inputs) + len(order) + 1)  # the codes of inputs and constants are < 0
+    by_code: list[Operand | None] = [None] * offset
+    code_of: dict[Node, int] = {}
+    for i, (node, ident) in enumerate(zip(inputs, input_names, strict=True)):
+        code_of[node] = offset - 2 * i - 2
+        by_code[offset - 2 * i - 2] = Operand(NAME, ident)
+    codes: list[int] = []  # every step's operands' codes, in order
+    constants: list[float] = []  # one per constant node
+    base, encodable = offset - 2 * len(inputs) - 2, True
     claimed = _claims(outputs)
     comments = comments and len(order) <= COMMENT_MAX_PROGRAM
     sizes = capped_tree_sizes(order, COMMENT_MAX_NODES + 1) if comments else {}
@@ -202,39 +248,63 @@ def _schedule(name: str, outputs: list[tuple[str, Node]], order: list[Node],
     at_mark: dict[int, int] = {}
     pending_marks = list(reversed(marks))
     next_mark = pending_marks.pop() if pending_marks else -1
-    get_operand, claim, emit = operand.__getitem__, claimed.get, steps.append
+    get_code, claim, emit = code_of.__getitem__, claimed.get, steps.append
+    get_operand, encode, add_operands = by_code.__getitem__, codes.extend, by_code.extend
     for index, node in enumerate(order):
         if index == next_mark:
             at_mark[index] = len(steps)
             next_mark = pending_marks.pop() if pending_marks else -1
         op = node.op
         if op == "const":
-            operand[node] = new(Operand, (CONST, float(node.value), False))
+            value = float(node.value)
+            code = code_of[node] = base - 2 * len(constants)
+            by_code[code] = new(Operand, (CONST, value, False))
+            constants.append(value)
             continue
         if op == "symbol":
-            if node not in operand:
+            if node not in code_of:
                 raise ValueError(f"the expression depends on {node.value!r}, which is not "
                                  "one of the arguments")
             continue
-        args = tuple(map(get_operand, node.args))
+        refs = tuple(map(get_code, node.args))
+        args = tuple(map(get_operand, refs))
         if node in inlined:
-            operand[node] = args[0].negative()  # the sum's template writes `a - b`
+            code = code_of[node] = refs[0] ^ 1
+            by_code[code] = args[0].negative()  # the sum's template writes `a - b`
+            encodable = encodable and args[0].kind == NAME
             continue
         # Split wide sums/products left to right: the same rounding as one long expression.
         while len(args) > MAX_WIDTH:
             partial = f"t{counter}"
             counter += 1
             emit(Step(partial, op, args[:MAX_WIDTH]))
-            args = (Operand(NAME, partial), *args[MAX_WIDTH:])
+            encode(refs[:MAX_WIDTH])
+            add_operands((Operand(NAME, partial), None))
+            args, refs = (by_code[-2], *args[MAX_WIDTH:]), (len(by_code) - 2, *refs[MAX_WIDTH:])
         target = claim(node)
         if target is None:
             target = f"t{counter}"
             counter += 1
         note = to_text(node) if comments and sizes[node] <= COMMENT_MAX_NODES else ""
         emit(new(Step, (target, op, args, note)))
-        operand[node] = new(Operand, (NAME, target, False))
+        encode(refs)
+        code_of[node] = len(by_code)
+        add_operands((new(Operand, (NAME, target, False)), None))
     if next_mark == len(order):
         at_mark[next_mark] = len(steps)
-    program = Program(name, tuple(input_names), tuple(steps),
-                      tuple((label, operand[node]) for label, node in outputs))
-    return program, at_mark, operand, claimed, inlined
+    operand = _Operands(code_of, by_code)
+    steps, slots = tuple(steps), tuple((label, operand[node]) for label, node in outputs)
+    encoding = Encoding(steps, slots, codes, [code_of[node] for _, node in outputs],
+                        constants, offset) if encodable else None
+    program = Program(name, tuple(input_names), steps, slots, encoding)
+    return program, at_mark, operand, claimed, inlined, code_of
+
+
+class _Operands:
+    """Node -> Operand, read through the codes (a dict of them would cost 10^5 insertions)."""
+
+    def __init__(self, code_of: dict[Node, int], by_code: list) -> None:
+        self.code_of, self.by_code = code_of, by_code
+
+    def __getitem__(self, node: Node) -> Operand:
+        return self.by_code[self.code_of[node]]

@@ -33,10 +33,11 @@ from ...ir.traversal import bulk
 from ...lower.schedule import CONST, NAME, Operand, Program, Step, power_exponent
 from ..numba.cache import preload
 from .choice import STRATEGIES, TAPE_THRESHOLD_OPS, choose_strategy
+from .encode import encode
 from .interpreter import Interpreter, interpreter_for, refusal
 from .module import LANE_BUDGET, Tape, TapeModule, lane_width, tape_text
 from .opcodes import NMUL, SINCOS, SUB
-from .passes import cluster_order, linear_scan, split_blocks
+from .passes import ASSEMBLED, assemble, cluster_order, linear_scan, split_blocks
 
 __all__ = ["LANE_BUDGET", "STRATEGIES", "TAPE_THRESHOLD_OPS", "Tape", "TapeModule", "build_tape",
            "build_tape_module", "check_tape_ops", "choose_strategy", "lane_width",
@@ -274,6 +275,20 @@ def build_tape(program: Program, interpreter: Interpreter | None = None) -> Tape
     """The tape of one program, for `interpreter` (default: the op table's as it is now);
     raises NotImplementedError for an op the interpreter lacks."""
     interpreter = interpreter or interpreter_for()
+    preload([assemble, cluster_order, linear_scan, split_blocks])  # from Numba's cache
+    encoded = encode(program, interpreter)
+    code = None
+    if encoded is not None:  # the steps in integers, assembled by Numba (the same rows)
+        arguments, distinct = encoded
+        code, n_values, order, outputs, status = assemble(*arguments)
+        constants = [distinct[k] for k in order.tolist()]
+    if code is None or status != ASSEMBLED:  # the rest (or to raise its error): step by step
+        code, n_values, constants, outputs = _stepwise(program, interpreter)
+    return _finished(program, interpreter, code, n_values, constants, outputs)
+
+
+def _stepwise(program: Program, interpreter: Interpreter) -> tuple:
+    """`assemble`'s rows, values, constants and outputs, made one step at a time in Python."""
     builder = _Builder(program.inputs, interpreter)
     builder.sin_cos_pairs = _sin_cos_pairs(program.steps)
     chain, other, ids = builder.chain, builder.step, builder.ids
@@ -294,20 +309,25 @@ def build_tape(program: Program, interpreter: Interpreter | None = None) -> Tape
             chain(index, step)
         else:
             other(index, step)
-    outputs = [builder.output(operand) for _, operand in program.outputs]
-    n_fixed = builder.n_inputs + len(builder.constants)
+    outputs = np.array([builder.output(operand) for _, operand in program.outputs],
+                       dtype=np.int64)
     code = np.array(builder.code, dtype=np.int64).reshape(-1, 6)
-    preload([cluster_order, linear_scan, split_blocks])  # from Numba's cache, without its set-up
-    code = code[cluster_order(code, builder.values, len(interpreter.names))]
-    rows, out, n_registers = linear_scan(code, np.array(outputs, dtype=np.int64),
-                                         builder.values, n_fixed)
+    return code, builder.values, builder.constants, outputs
+
+
+def _finished(program: Program, interpreter: Interpreter, code: np.ndarray, n_values: int,
+              constants: list[float], outputs: np.ndarray) -> Tape:
+    """The tape of the builder's rows: clustered, registers assigned, cut into blocks."""
+    n_fixed = len(program.inputs) + len(constants)
+    code = code[cluster_order(code, n_values, len(interpreter.names))]
+    rows, out, n_registers = linear_scan(code, outputs, n_values, n_fixed)
     opcodes, targets = rows[:, 0].copy(), rows[:, 1].copy()
     operands, step_of = np.ascontiguousarray(rows[:, 2:]), code[:, 5].astype(np.int32)
     blocks = split_blocks(opcodes, operands, targets, n_registers, interpreter.vector,
                           interpreter.max_block)
     return Tape(program.name, tuple(program.inputs), tuple(label for label, _ in program.outputs),
                 n_registers, opcodes, operands, targets, blocks,
-                np.array(builder.constants, dtype=np.float64), out, step_of, program.steps,
+                np.array(constants, dtype=np.float64), out, step_of, program.steps,
                 interpreter)
 
 
@@ -345,7 +365,7 @@ def precompile() -> int:
     this machine waits for it: ~10 s, once per machine, Numba and symgraph version (the first
     tape would pay it otherwise). Returns how many functions it compiled (0: all cached)."""
     interpreter = interpreter_for()
-    entry_points = (cluster_order, linear_scan, split_blocks, interpreter.run_row,
+    entry_points = (assemble, cluster_order, linear_scan, split_blocks, interpreter.run_row,
                     interpreter.run_batch, interpreter.run_points)
     preload(entry_points)
     before = sum(sum(f.stats.cache_misses.values()) for f in entry_points)
