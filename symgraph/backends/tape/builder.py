@@ -32,12 +32,13 @@ import numpy as np
 from ...ir.traversal import bulk
 from ...lower.schedule import CONST, NAME, Operand, Program, Step, power_exponent
 from ..numba.cache import preload
+from .assemble import ASSEMBLED, assemble
 from .choice import STRATEGIES, TAPE_THRESHOLD_OPS, choose_strategy
 from .encode import encode
 from .interpreter import Interpreter, interpreter_for, refusal
 from .module import LANE_BUDGET, Tape, TapeModule, lane_width, tape_text
 from .opcodes import NMUL, SINCOS, SUB
-from .passes import ASSEMBLED, assemble, cluster_order, linear_scan, split_blocks
+from .passes import cluster_order, linear_scan, split_blocks
 
 __all__ = ["LANE_BUDGET", "STRATEGIES", "TAPE_THRESHOLD_OPS", "Tape", "TapeModule", "build_tape",
            "build_tape_module", "check_tape_ops", "choose_strategy", "lane_width",

@@ -1,4 +1,4 @@
-"""A program in integers, for the tape builder's `assemble` pass (`passes.py`): each step a
+"""A program in integers, for the tape builder's `assemble` pass (`assemble.py`): each step a
 kind (an opcode, or a chain, a negation, a small power, half of a sin/cos pair), each operand an
 int (a step's index, an input, a distinct constant) and a sign. A few list comprehensions over
 the steps, then Numba builds the instructions: at 168,000 steps (the 50,000-node DAG's
@@ -18,9 +18,9 @@ from typing import Any
 import numpy as np
 
 from ...lower.schedule import NAME, Program, constant_key, power_exponent
+from .assemble import ADD_CHAIN, MUL_CHAIN, NEG_STEP, PAIRED, SINCOS_COS, SINCOS_SIN, SMALL_POWER
 from .interpreter import Interpreter
 from .opcodes import SINCOS
-from .passes import ADD_CHAIN, MUL_CHAIN, NEG_STEP, PAIRED, SINCOS_COS, SINCOS_SIN, SMALL_POWER
 
 _TARGET, _OP, _OPERANDS = itemgetter(0), itemgetter(1), itemgetter(2)  # of a Step
 _VALUE, _NEGATED = itemgetter(1), itemgetter(2)  # of an Operand
