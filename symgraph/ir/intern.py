@@ -140,7 +140,7 @@ def _unlock_in_child() -> None:  # a fork from another thread may have copied th
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_unlock_in_child)
-_HEADERS: dict[str, bytes] = {}  # op -> the start of an operation node's digest input
+_HEADERS: dict[str, object] = {}  # op -> a hasher that has taken an operation node's header
 _DIGEST_OF = operator.attrgetter("digest")
 _new_node = object.__new__
 _set_op, _set_args, _set_value, _set_digest = (
@@ -188,18 +188,18 @@ def _make(op: str, args: tuple, value, table: dict, key) -> Node:
         if node is not None:
             return node
     # The digest hashes op, value and the arguments' digests: structural, the same everywhere.
-    hasher = _NEW_HASH()
     if value is None:
-        header = _HEADERS.get(op)
-        if header is None:
-            header = _HEADERS[op] = op.encode() + b"\0None\0"
-        hasher.update(header)
+        started = _HEADERS.get(op)  # a hasher that has taken the op's header already
+        if started is None:
+            started = _HEADERS[op] = _NEW_HASH()
+            started.update(op.encode() + b"\0None\0")
+        hasher = started.copy()
         if len(args) == 2:
-            hasher.update(args[0].digest)
-            hasher.update(args[1].digest)
+            hasher.update(args[0].digest + args[1].digest)
         else:
             hasher.update(b"".join(map(_DIGEST_OF, args)))
     else:
+        hasher = _NEW_HASH()
         hasher.update(op.encode() + b"\0" + str(key).encode() + b"\0")
     node = _new_node(Node)  # the slots are set directly: no __init__ frame per node
     _set_op(node, op)

@@ -295,6 +295,8 @@ def combine(op: str, operands: Sequence) -> Node:
         a, b = operands
         if a.__class__ is Node and b.__class__ is Node:
             if a.op != op and b.op != op:  # nothing nested: the ordinary rules
+                if op == "mul" and a.op != "const" and b.op != "const":  # `_rule_mul`'s first
+                    return _op_node(op, _in_order(a, b, _MUL_RANK))  # case, inlined
                 return _made(op, (a, b))
             if a.op != "const" and b.op != "const":  # kept whole, in canonical order
                 return _op_node(op, _in_order(a, b, _ADD_RANK if op == "add" else _MUL_RANK))

@@ -137,8 +137,9 @@ def _negations_feeding_only_sums(order: list[Node], claimed: dict[Node, str]) ->
     negations = [node for node in order if node.op == "neg"]
     if not negations:
         return set()
-    used_otherwise = {arg for node in order if node.op != "add" for arg in node.args
-                      if arg.op == "neg"}
+    # (their uses come after them: the order before the first is no use of any)
+    used_otherwise = {arg for node in order[order.index(negations[0]):] if node.op != "add"
+                      for arg in node.args if arg.op == "neg"}
     return {node for node in negations if node not in used_otherwise and node not in claimed}
 
 
