@@ -39,6 +39,36 @@ def test_expressions_nobody_holds_leave_the_intern_table():
     assert sum(map(len, intern._TABLES.values())) == before  # dead entries are removed
 
 
+def test_an_order_walked_in_a_stage_is_reused_as_the_next_walks_prefix_and_let_go_after():
+    from symgraph.ir import traversal
+
+    gc.collect()
+    before = graph.interned_count()
+    w, v = sg.symbols("fresh_a fresh_b")
+    f = w
+    for k in range(150):
+        f = sg.sin(f * v) + (k + 1.5) * f
+    gradient = sg.grad(f, [w, v])
+
+    @traversal.bulk
+    def stage(f, gradient):
+        alone = traversal.topological_order([f])
+        assert traversal._WALKED[0][0] is f  # kept while the stage runs
+        reused = traversal.topological_prefixes([f, *gradient])
+        traversal._WALKED[0] = None
+        walked = traversal.topological_prefixes([f, *gradient])  # from nothing kept
+        assert reused == walked and walked[0][:len(alone)] == alone
+        return reused
+
+    order, ends = stage(f, gradient)
+    assert traversal._WALKED == [None, False]  # the stage ended: no graph is held
+    assert traversal.topological_prefixes([f, *gradient]) == (order, ends)  # (and none kept)
+    assert traversal._WALKED[0] is None
+    del f, gradient, w, v, order, ends
+    gc.collect()
+    assert graph.interned_count() == before
+
+
 DIGEST_SCRIPT = ("import symgraph as sg; x, y = sg.symbols('x y'); "
                  "print((sg.sin(x * y) + 2.5 / y).digest.hex())")
 

@@ -33,9 +33,11 @@ def bulk(function: _F) -> _F:
         if not gc.isenabled():  # nested, or the caller paused it: leave the state alone
             return function(*args, **kwargs)
         gc.disable()
+        _WALKED[:] = [None, True]
         try:
             return function(*args, **kwargs)
         finally:
+            _WALKED[:] = [None, False]
             if not gc.get_freeze_count():
                 gc.freeze()
                 gc.unfreeze()
@@ -52,12 +54,25 @@ def topological_order(outputs: Iterable[Node]) -> list[Node]:
     return topological_prefixes(outputs)[0]
 
 
+# While a `bulk` stage runs (and only then: no graph is kept alive after it), the last root
+# walked alone and its order, as a tuple. The differentiator walks f, then the schedule f and
+# its derivatives, whose order starts with f's: that walk is not done twice (0.03 s at 50,000
+# nodes). [(root, order) or None, whether a stage runs]
+_WALKED: list = [None, False]
+
+
 def topological_prefixes(outputs: Iterable[Node]) -> tuple[list[Node], list[int]]:
     """`topological_order(outputs)`, and for each output the length of the order once it is
     walked: ``order[:ends[k - 1]]`` is the topological order of the first k outputs."""
+    outputs = list(outputs)
     order: list[Node] = []
     ends: list[int] = []
     done: set[Node] = set()  # membership only (nodes hash by identity); order comes from args
+    walked = _WALKED[0]
+    if walked is not None and outputs and outputs[0] is walked[0]:
+        order, done = list(walked[1]), set(walked[1])
+        ends.append(len(order))
+        outputs = outputs[1:]
     finish, append = done.add, order.append
     for root in outputs:
         if root not in done:
@@ -77,6 +92,8 @@ def topological_prefixes(outputs: Iterable[Node]) -> tuple[list[Node], list[int]
                     finish(node)
                     append(node)
         ends.append(len(order))
+    if len(ends) == 1 and order and _WALKED[1]:
+        _WALKED[0] = (order[-1], tuple(order))  # (a root is the last of its order)
     return order, ends
 
 
