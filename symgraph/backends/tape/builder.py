@@ -10,8 +10,12 @@ runs as they are; a tape keeps the interpreter it was built for.
     module.value_grad_batch(X, OUT)           # X: (N, n), OUT: (N, k), rows in parallel
     print(module.source)                      # the tape as readable steps
 
-Building a tape: n-ary sums and products become chains of binary instructions evaluated left
-to right, and ``x**k`` for a literal integer ``0 < |k| <= 4`` becomes multiplications: the
+Building a tape: the program in integers (`encode.py`: the scheduler's `Encoding` of its
+operands, else its names looked up once) goes to a Numba pass (`assemble.py`) that makes the
+instructions by the rules of `_Builder` below (which makes them one Python call per step, for
+programs `encode` declines, and as the tests' reference; 50,001-node DAG's gradient, 168,000
+steps: 0.3 s that way, 0.1 s the tape in all). n-ary sums and products become chains of
+binary instructions evaluated left to right, and ``x**k`` for a literal integer ``0 < |k| <= 4`` becomes multiplications: the
 same arithmetic, in the same order, as the straight-line kernels, so results are equal bit for
 bit (but for the vector ops, which use vecmath: see `symgraph.backends.tape.interpreter`). The
 instructions are then reordered so that equal ops run back to back where dependencies allow
