@@ -62,12 +62,6 @@ def power_exponent(step: Step) -> int | None:
     return small_power(exponent.value) if exponent.kind == CONST else None
 
 
-def constant_key(value: float) -> float | str:
-    """What tells constants apart for a register: the value, but the two zeros apart and every
-    nan one (the tape gives each key one register)."""
-    return value if value and value == value else "nan" if value != value else value.hex()
-
-
 class Encoding(NamedTuple):
     """A program's operands as ints, made with its steps for the tape builder (which would
     otherwise look 10^5 names up again): ``2 * r + negated + offset``, r a step's index,
@@ -78,7 +72,7 @@ class Encoding(NamedTuple):
     outputs: tuple[tuple[str, Operand], ...]
     operands: list[int]  # the steps' operands in order (a prefix's: its longer program's)
     output_operands: list[int]
-    constants: list[float]  # one per constant node (the tape's are distinct by `constant_key`)
+    constants: list[float]  # one per constant node (the tape keeps one of equal ones)
     offset: int = 0  # added to every code above
 
 

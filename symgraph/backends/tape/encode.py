@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ...lower.schedule import NAME, Program, constant_key, power_exponent
+from ...lower.schedule import NAME, Program, power_exponent
 from .assemble import ADD_CHAIN, MUL_CHAIN, NEG_STEP, PAIRED, SINCOS_COS, SINCOS_SIN, SMALL_POWER
 from .interpreter import Interpreter
 from .opcodes import SINCOS
@@ -25,6 +25,12 @@ from .opcodes import SINCOS
 _TARGET, _OP, _OPERANDS = itemgetter(0), itemgetter(1), itemgetter(2)  # of a Step
 _VALUE, _NEGATED = itemgetter(1), itemgetter(2)  # of an Operand
 _POW, _REFUSED = -100, -101  # step kinds settled below, or left to the step-by-step builder
+
+
+def constant_key(value: float) -> float | str:
+    """What tells constants apart for a register (`_Builder.constant`'s rule): the value, but
+    the two zeros apart and every nan one."""
+    return value if value and value == value else "nan" if value != value else value.hex()
 
 
 def _kinds_of(interpreter: Interpreter) -> dict[str, int]:
