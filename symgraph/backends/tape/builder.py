@@ -14,16 +14,17 @@ Building a tape: the program in integers (`encode.py`: the scheduler's `Encoding
 operands, else its names looked up once) goes to a Numba pass (`assemble.py`) that makes the
 instructions by the rules of `_Builder` below (which makes them one Python call per step, for
 programs `encode` declines, and as the tests' reference; 50,001-node DAG's gradient, 168,000
-steps: 0.3 s that way, 0.1 s the tape in all). n-ary sums and products become chains of
-binary instructions evaluated left to right, and ``x**k`` for a literal integer
-``0 < |k| <= 4`` becomes multiplications: the same arithmetic, in the same order, as the
-straight-line kernels, so results are equal bit for bit (but for the vector ops, which use
-vecmath: see `symgraph.backends.tape.interpreter`). The instructions are then reordered so
-that equal ops run back to back where dependencies allow (`cluster_order`), registers are assigned by a linear scan (`linear_scan`):
-``[inputs | constants | work]``, a value takes a free register at its first write and gives it
-back after its last use, so the file holds the live values, not the steps; and the runs of one
-op are cut into the interpreter's blocks (`split_blocks`). The passes (`passes.py`) are
-Numba functions (cached), so a 10^6-instruction tape builds in seconds.
+steps: 0.3 s that way, 0.1 s the tape in all). n-ary sums and products become chains of binary
+instructions evaluated left to right, and ``x**k`` for a literal integer ``0 < |k| <= 4``
+becomes multiplications: the same arithmetic, in the same order, as the straight-line kernels,
+so results are equal bit for bit (but for the vector ops, which use vecmath: see
+`symgraph.backends.tape.interpreter`). The instructions are then reordered so that equal ops
+run back to back where dependencies allow (`cluster_order`), registers are assigned by a linear
+scan (`linear_scan`): ``[inputs | constants | work]``, a value takes a free register at its
+first write and gives it back after its last use, so the file holds the live values, not the
+steps; and the runs of one op are cut into the interpreter's blocks (`split_blocks`). The
+passes (`passes.py`) are Numba functions (cached), so a 10^6-instruction tape builds in
+seconds.
 """
 
 from __future__ import annotations
