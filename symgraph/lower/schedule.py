@@ -13,6 +13,7 @@ them (backends.common.operand_text for Python and Numba; the tape reads them as 
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -70,7 +71,7 @@ class Encoding(NamedTuple):
 
     steps: tuple[Step, ...]
     outputs: tuple[tuple[str, Operand], ...]
-    operands: list[int]  # the steps' operands in order (a prefix's: its longer program's)
+    operands: array  # int64: the steps' operands in order (a prefix's: its longer program's)
     output_operands: list[int]
     constants: list[float]  # one per constant node (the tape keeps one of equal ones)
     offset: int = 0  # added to every code above
@@ -289,7 +290,7 @@ def _schedule(name: str, outputs: list[tuple[str, Node]], order: list[Node],
         at_mark[next_mark] = len(steps)
     operand = _Operands(code_of, by_code)
     steps, slots = tuple(steps), tuple((label, operand[node]) for label, node in outputs)
-    encoding = Encoding(steps, slots, codes, [code_of[node] for _, node in outputs],
+    encoding = Encoding(steps, slots, array("q", codes), [code_of[node] for _, node in outputs],
                         constants, offset) if encodable else None
     program = Program(name, tuple(input_names), steps, slots, encoding)
     return program, at_mark, operand, claimed, inlined, code_of

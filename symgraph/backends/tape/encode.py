@@ -96,7 +96,7 @@ def encode(program: Program, interpreter: Interpreter) -> tuple[Any, ...] | None
     if encoded is not None:  # made by the scheduler with the steps
         m = int(counts.sum())
         codes = np.empty(m + len(encoded.output_operands), dtype=np.int64)
-        codes[:m] = np.fromiter(encoded.operands, dtype=np.int64, count=m)
+        codes[:m] = np.frombuffer(encoded.operands, dtype=np.int64, count=m)
         codes[m:] = encoded.output_operands
         codes -= encoded.offset
         refs, signs = codes >> 1, (codes & 1).astype(np.bool_)
