@@ -204,8 +204,8 @@ class KeptProgram(Program):
     def steps(self) -> tuple[Step, ...]:  # type: ignore[override]
         """The steps, decoded from the record's text (checked as at reading: a record whose
         digest matched but whose steps do not decode is refused with a ValueError)."""
-        try:
-            steps = _steps(json.loads(vars(self).pop("_text")), vars(self).pop("_decode"))
+        try:  # (the text is kept: a thread that asks while another decodes decodes it too)
+            steps = _steps(json.loads(self._text), self._decode)
         except (ValueError, KeyError, TypeError, IndexError, AttributeError) as error:
             raise ValueError(f"damaged steps of the kept program {self.name!r}") from error
         if len(steps) != self._n_steps:
