@@ -75,14 +75,17 @@ def code_fingerprint() -> str:
 
 def _module_stats(package: Path) -> list[tuple[str, os.stat_result]]:
     """(name relative to `package`, stat) of every .py file under it, sorted by name (the
-    order `Path.rglob` gives, sorted, at a quarter of its cost: os.scandir's entries)."""
+    order `Path.rglob` gives, sorted, at a quarter of its cost: os.scandir's entries).
+    Bytecode folders are not listed (no module is imported from them; Numba keeps the tape
+    interpreter's machine code in one: 0.8 -> 0.6 ms a warm process, more beside Numba's)."""
     found, folders = [], [(package, "")]
     while folders:
         folder, prefix = folders.pop()
         with os.scandir(folder) as entries:
             for entry in entries:
                 if entry.is_dir(follow_symlinks=False):
-                    folders.append((Path(entry.path), prefix + entry.name + "/"))
+                    if entry.name != "__pycache__":
+                        folders.append((Path(entry.path), prefix + entry.name + "/"))
                 elif entry.name.endswith(".py"):
                     found.append((prefix + entry.name, entry.stat()))
     return sorted(found, key=lambda item: item[0])
