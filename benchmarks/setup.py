@@ -15,6 +15,8 @@ Setup is expression -> the first value+gradient at a point (floats) and of a bat
 `--batch` points (the first full batch counts whole: its kernels may compile or run on the
 interpreter; after it, untimed, the cold process makes the kernels its calls would switch to
 once they pay, as benchmarks/run.py does, so the warm process finds every cache filled).
+The warm process's CPU time over the same span is reported too (all its threads; Numba runs
+batches on one here): on a shared machine, wall time adds the waits for a core.
 ``--fit`` times what runtime.interpret's rule needs per operation (interpreted
 and compiled calls, compiles) on the FIT families, or with ``--families validate`` on the
 held-out ones, to check the fitted constants.
@@ -53,7 +55,7 @@ def _child(tool: str, name: str, cache: str, batch: int) -> None:
     rng = np.random.default_rng(0)
     X = low + (high - low) * rng.random((batch, len(args)))
     point = [float(v) for v in X[0]]
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     if tool == "symengine":
         from benchmarks.peers import prepare_symengine
         [p] = prepare_symengine(expr=expr, args=args, point=np.array(point))
@@ -64,6 +66,8 @@ def _child(tool: str, name: str, cache: str, batch: int) -> None:
         fn.value_and_grad(*point)
         fn.value_and_grad(X)
     setup = time.perf_counter() - start
+    cpu = time.process_time() - cpu  # (the process's CPU time: what load on the machine adds
+    # to wall time, waiting for a core, is not in it)
     switch = 0.0
     if tool != "symengine" and hasattr(fn._built, "pending"):
         # Untimed in setup: the straight-line kernels the calls would switch to once they pay
@@ -72,7 +76,7 @@ def _child(tool: str, name: str, cache: str, batch: int) -> None:
         began = time.perf_counter()
         _switch(fn, np.array(point))
         switch = time.perf_counter() - began
-    calls = math.nan
+    calls = calls_cpu = math.nan
     if tool != "symengine":
         # Untimed in setup: the same calls on the compiled kernels (the best of three), the part
         # of setup that is the work itself (a 20,000-point batch of a 1,000-operation function
@@ -80,15 +84,18 @@ def _child(tool: str, name: str, cache: str, batch: int) -> None:
         if hasattr(fn._built, "pending") and not fn._built.made:
             from benchmarks.tools import _switch
             _switch(fn, np.array(point))
-        times = []
+        times, cpus = [], []
         for _ in range(3):
-            began = time.perf_counter()
+            began, cpu_began = time.perf_counter(), time.process_time()
             fn.value_and_grad(*point)
             fn.value_and_grad(X)
             times.append(time.perf_counter() - began)
-        calls = min(times)
-    print(MARK + json.dumps({"import_s": imports, "setup_s": setup, "switch_s": switch,
-                             "calls_s": calls, "ops": sg.count_ops(expr)}), flush=True)
+            cpus.append(time.process_time() - cpu_began)
+        calls, calls_cpu = min(times), min(cpus)
+    print(MARK + json.dumps({"import_s": imports, "setup_s": setup, "cpu_s": cpu,
+                             "switch_s": switch,
+                             "calls_s": calls, "calls_cpu_s": calls_cpu,
+                             "ops": sg.count_ops(expr)}), flush=True)
 
 
 def _run(tool: str, name: str, cache: str, batch: int, limit: float) -> dict:
@@ -124,9 +131,12 @@ def compare(names: list[str], batch: int, limit: float) -> None:
         warm = _run("symgraph", name, cache, batch, 600)
         peer = _run("symengine", name, cache, batch, limit)
         over = warm["setup_s"] - warm.get("calls_s", math.nan)
-        rows.append((name, cold["ops"], cold["setup_s"], warm["setup_s"], peer["setup_s"], over))
+        cpu = warm.get("cpu_s", math.nan)  # (r[6]; r[8]: CPU minus the calls' CPU alone)
+        rows.append((name, cold["ops"], cold["setup_s"], warm["setup_s"], peer["setup_s"], over,
+                     cpu, cold.get("cpu_s", math.nan), cpu - warm.get("calls_cpu_s", math.nan)))
         print(f"{name:24s} ops {cold['ops']:5d}  cold {cold['setup_s'] * 1e3:8.1f} ms  warm "
-              f"{warm['setup_s'] * 1e3:7.1f} ms (calls alone {warm.get('calls_s', 0) * 1e3:.1f})"
+              f"{warm['setup_s'] * 1e3:7.1f} ms (calls alone {warm.get('calls_s', 0) * 1e3:.1f}; "
+              f"CPU {cpu * 1e3:.1f}, the calls' {warm.get('calls_cpu_s', math.nan) * 1e3:.1f})"
               f"  SymEngine {peer['setup_s'] * 1e3:8.1f} ms  "
               f"cold/SymEngine {cold['setup_s'] / peer['setup_s']:5.2f}  (switch, untimed: "
               f"{cold.get('switch_s', 0) * 1e3:.0f} ms)", flush=True)
@@ -143,7 +153,11 @@ def compare(names: list[str], batch: int, limit: float) -> None:
             print(f"  {low}-{high} operations ({len(band)}): cold ms "
                   f"{_spread([r[2] * 1e3 for r in band])}; warm ms "
                   f"{_spread([r[3] * 1e3 for r in band])}; warm minus the calls alone ms "
-                  f"{_spread([r[5] * 1e3 for r in band if math.isfinite(r[5])])}")
+                  f"{_spread([r[5] * 1e3 for r in band if math.isfinite(r[5])])}; warm CPU ms "
+                  f"{_spread([r[6] * 1e3 for r in band if math.isfinite(r[6])])}; warm CPU "
+                  f"minus the calls' CPU alone ms "
+                  f"{_spread([r[8] * 1e3 for r in band if math.isfinite(r[8])])}"
+                  f"; cold CPU ms {_spread([r[7] * 1e3 for r in band if math.isfinite(r[7])])}")
     worst = sorted(timed, key=lambda r: -r[2] / r[4])[:5]
     print("worst cold/SymEngine: " + ", ".join(f"{r[0]} {r[2] / r[4]:.2f}" for r in worst))
     over = [r for r in rows if r[3] > 0.020 and r[1] <= 1000]
@@ -151,6 +165,9 @@ def compare(names: list[str], batch: int, limit: float) -> None:
     over = [r for r in rows if r[5] > 0.020 and r[1] <= 1000]
     print(f"warm minus the calls alone over 20 ms: {len(over)}: "
           + ", ".join(f"{r[0]} {r[5] * 1e3:.0f}" for r in over))
+    over = [r for r in rows if r[8] > 0.020 and r[1] <= 1000]
+    print(f"warm CPU minus the calls' CPU alone over 20 ms: {len(over)}: "
+          + ", ".join(f"{r[0]} {r[8] * 1e3:.0f}" for r in over))
 
 
 def _per_call(fn, *args, seconds: float = 0.05) -> float:

@@ -37,7 +37,8 @@ def test_compiling_again_reads_programs_and_module_back_without_differentiating(
     assert first.source  # (Numba: interpreted first; asking for it makes the module, kept)
     _no_rebuilding(monkeypatch)
     again = sg.compile(EXPR, [x, y], cache_dir=tmp_path, backend=backend)
-    assert again.programs == first.programs
+    assert again.programs == first.programs and first.programs == again.programs
+    assert hash(again.programs[0]) == hash(first.programs[0])
     assert again.source == first.source and again.path == first.path
     assert again.value_and_grad(*POINT)[0] == first.value_and_grad(*POINT)[0]
     np.testing.assert_array_equal(again.value_and_grad(X)[1], first.value_and_grad(X)[1])
@@ -51,9 +52,11 @@ def test_tapes_are_read_back_and_print_as_before(tmp_path, monkeypatch):
     assert len(list(tmp_path.glob("tape_*.npz"))) == 2
     _no_rebuilding(monkeypatch)
     again = sg.compile(EXPR, [x, y], cache_dir=tmp_path, strategy="tape")
-    assert again.strategy == "tape" and again.source == first_source
     for got, want in zip(again.value_and_grad(X), expected):
         np.testing.assert_array_equal(got, want)
+    # Run, a tape read back never decoded its program's steps; printed, it shows them.
+    assert not any("steps" in vars(p) for p in again.programs)
+    assert again.strategy == "tape" and again.source == first_source
 
 
 def test_arguments_and_options_each_have_their_own_record(tmp_path):
@@ -112,6 +115,33 @@ def test_the_code_fingerprint_covers_every_module_of_the_package_subfolders_incl
     assert len(seen) == 5  # each edit, however deep, makes another fingerprint
 
 
+def test_a_signed_record_whose_census_or_steps_do_not_match_is_refused(tmp_path):
+    import json
+
+    fn = sg.compile(EXPR, [x, y], cache_dir=tmp_path)
+    expected = fn.programs
+    [path] = _records(tmp_path)
+    key = path.stem[len("expr_"):]
+
+    def signed(change):
+        _, _, body = path.read_bytes().partition(b"\n")
+        record = json.loads(body)
+        change(record["programs"][0])
+        body = json.dumps(record).encode()
+        path.write_bytes(expression_cache._digest(key, body).encode() + b"\n" + body)
+
+    original = path.read_bytes()
+    signed(lambda p: p["census"][0].__setitem__(3, p["census"][0][3] + 1))  # a step too many
+    assert expression_cache.load_programs(tmp_path, key) is None
+    path.write_bytes(original)
+    signed(lambda p: p.update(steps=json.dumps(json.loads(p["steps"])[:-1])))  # one too few
+    [broken, _], _ = expression_cache.load_programs(tmp_path, key)
+    with pytest.raises(ValueError, match="damaged steps"):
+        broken.steps  # noqa: B018
+    path.write_bytes(original)
+    assert sg.compile(EXPR, [x, y], cache_dir=tmp_path).programs == expected
+
+
 def test_programs_too_long_to_be_worth_keeping_are_not_kept(tmp_path, monkeypatch):
     monkeypatch.setattr(expression_cache, "MAX_RECORD_STEPS", 3)
     fn = sg.compile(EXPR, [x, y], cache_dir=tmp_path, strategy="tape")
@@ -130,6 +160,10 @@ def test_typed_operands_survive_a_record_exactly(tmp_path):
     expression_cache.save_programs(tmp_path, "k", [program], strategy="straight")
     [again], record = expression_cache.load_programs(tmp_path, "k")
     assert record == {"strategy": "straight"}
+    # Sizes come from the kept census: the steps are decoded only when asked for.
+    assert (again.census, again.op_count, again.cost) == (
+        program.census, program.op_count, program.cost)
+    assert "steps" not in vars(again)
     assert again.steps[0] == steps[0] and again.outputs == program.outputs
     got = [o.value for o in again.steps[0].operands[2:]]
     assert [v.hex() for v in got] == [o.value.hex() for o in special]  # -0.0 stays -0.0

@@ -6,13 +6,16 @@ options, a fingerprint of symgraph's own source and a digest of the op table's c
 (`ops.table_digest`: registered ops live in no package file), so any change to symgraph or to
 the table makes new records. A record holds the programs (JSON: a step is [target, op,
 operands, comment], an operand a name, [name] for a negated name, or a number) and the name of
-the generated module; tapes are kept beside it as .npz arrays. Files are written atomically
-and each carries a digest of its key and contents (a record's first line; a tape's `digest`
-array), checked before use: anything unreadable, damaged or made for another key counts as
-absent and is built again, so the worst a damaged cache costs is the work it would have
-saved. Saving is optional too: a full disk or a read-only folder only loses the saving (a
-warning says so once). Programs longer than `MAX_RECORD_STEPS` are not kept: writing them
-would cost more than it saves.
+the generated module; tapes are kept beside it as .npz arrays. A program's steps are kept as
+JSON text within the record, with its census (what its op count and cost are taken from), and
+read back on first use: a warm process that loads the compiled kernels never decodes them
+(3,000 steps took 5-13 ms to decode, the largest cost of a warm ~1,000-operation setup).
+Files are written atomically and each carries a digest of its key and contents (a record's
+first line; a tape's `digest` array), checked before use: anything unreadable, damaged or
+made for another key counts as absent and is built again, so the worst a damaged cache costs
+is the work it would have saved. Saving is optional too: a full disk or a read-only folder
+only loses the saving (a warning says so once). Programs longer than `MAX_RECORD_STEPS` are
+not kept: writing them would cost more than it saves.
 """
 
 from __future__ import annotations
@@ -23,7 +26,8 @@ import io
 import json
 import os
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -38,7 +42,7 @@ from .loading import default_cache_dir, read_text, write_atomically
 if TYPE_CHECKING:
     from ..backends.tape.module import Tape
 
-FORMAT = 3  # 2: typed operands; 3: digests
+FORMAT = 4  # 2: typed operands; 3: digests; 4: steps as text, read on first use
 MAX_RECORD_STEPS = 100_000
 _TAPE_ARRAYS = ("opcodes", "operands", "targets", "blocks", "constants", "outputs", "step_of")
 
@@ -71,14 +75,17 @@ def code_fingerprint() -> str:
 
 def _module_stats(package: Path) -> list[tuple[str, os.stat_result]]:
     """(name relative to `package`, stat) of every .py file under it, sorted by name (the
-    order `Path.rglob` gives, sorted, at a quarter of its cost: os.scandir's entries)."""
+    order `Path.rglob` gives, sorted, at a quarter of its cost: os.scandir's entries).
+    Bytecode folders are not listed (no module is imported from them; Numba keeps the tape
+    interpreter's machine code in one: 0.8 -> 0.6 ms a warm process, more beside Numba's)."""
     found, folders = [], [(package, "")]
     while folders:
         folder, prefix = folders.pop()
         with os.scandir(folder) as entries:
             for entry in entries:
                 if entry.is_dir(follow_symlinks=False):
-                    folders.append((Path(entry.path), prefix + entry.name + "/"))
+                    if entry.name != "__pycache__":
+                        folders.append((Path(entry.path), prefix + entry.name + "/"))
                 elif entry.name.endswith(".py"):
                     found.append((prefix + entry.name, entry.stat()))
     return sorted(found, key=lambda item: item[0])
@@ -108,8 +115,8 @@ def save_programs(folder: Path, key: str, programs: Sequence[Program], **extra: 
     if sum(len(p.steps) for p in programs) > MAX_RECORD_STEPS:
         return
     record = {"programs": [{"name": p.name, "inputs": p.inputs,
-                            "steps": [(s.target, s.op, [_encode(o) for o in s.operands],
-                                       s.comment) for s in p.steps],
+                            "steps": _steps_text(p.steps), "n_steps": len(p.steps),
+                            "census": [[*key, count] for key, count in p.census.items()],
                             "outputs": [(label, _encode(o)) for label, o in p.outputs]}
                            for p in programs], **extra}
     body = json.dumps(record, separators=(",", ":")).encode()
@@ -125,11 +132,7 @@ def load_programs(folder: Path, key: str) -> tuple[list[Program], dict] | None:
             return None
         record = json.loads(body)
         decode = _Decoder()
-        programs = [Program(_text(p["name"]), tuple(map(_text, p["inputs"])),
-                            _steps(p["steps"], decode),
-                            tuple((_text(label), decode(operand))
-                                  for label, operand in p["outputs"]))
-                    for p in record.pop("programs")]
+        programs = [KeptProgram.of(p, decode) for p in record.pop("programs")]
     except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError):
         return None
     if not programs or not isinstance(record, dict):
@@ -167,6 +170,78 @@ def _encode(operand: Operand) -> str | list[str] | float:
     if operand.kind == CONST:
         return operand.value  # JSON numbers, NaN and Infinity included, read back exactly
     return [operand.value] if operand.negated else operand.value
+
+
+def _steps_text(steps: Sequence[Step]) -> str:
+    return json.dumps([(s.target, s.op, [_encode(o) for o in s.operands], s.comment)
+                       for s in steps], separators=(",", ":"))
+
+
+class KeptProgram(Program):
+    """A Program read back from a record: its name, inputs, outputs and census at once, its
+    steps decoded from the record's text on first use (`Program` in every other respect: it
+    compares, hashes and pickles as the Program it was saved from)."""
+
+    @classmethod
+    def of(cls, data: dict, decode: _Decoder) -> KeptProgram:
+        """From a record's entry (a TypeError, KeyError or ValueError if it is not one)."""
+        text, n_steps = data["steps"], data["n_steps"]
+        if type(text) is not str or type(n_steps) is not int:
+            raise TypeError("not a record's program")
+        census: dict[tuple[str, int, int | None], int] = {}
+        for op, n, k, count in data["census"]:
+            if (type(op) is not str or type(n) is not int or type(count) is not int
+                    or not (k is None or type(k) is int)):
+                raise TypeError(f"not a census entry: {[op, n, k, count]!r}")
+            census[(op, n, k)] = count
+        if sum(census.values()) != n_steps:
+            raise ValueError("the census does not count the steps")
+        program = object.__new__(cls)
+        vars(program).update(
+            name=_text(data["name"]), inputs=tuple(map(_text, data["inputs"])),
+            outputs=tuple((_text(label), decode(operand)) for label, operand in data["outputs"]),
+            census=census, _text=text, _n_steps=n_steps, _decode=decode)
+        return program
+
+    @cached_property
+    def steps(self) -> tuple[Step, ...]:  # type: ignore[override]
+        """The steps, decoded from the record's text (checked as at reading: a record whose
+        digest matched but whose steps do not decode is refused with a ValueError)."""
+        try:  # (the text is kept: a thread that asks while another decodes decodes it too)
+            steps = _steps(json.loads(self._text), self._decode)
+        except (ValueError, KeyError, TypeError, IndexError, AttributeError) as error:
+            raise ValueError(f"damaged steps of the kept program {self.name!r}") from error
+        if len(steps) != self._n_steps:
+            raise ValueError(f"damaged steps of the kept program {self.name!r}")
+        return steps
+
+    def __reduce__(self) -> tuple:
+        return Program, (self.name, self.inputs, self.steps, self.outputs)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Program):
+            return NotImplemented
+        return (self.name, self.inputs, self.steps, self.outputs) == (
+            other.name, other.inputs, other.steps, other.outputs)
+
+    __hash__ = Program.__hash__
+
+
+class LazySteps(Sequence):
+    """The steps of `program` as a sequence that decodes them on first use (a tape's steps are
+    for printing it: a tape read back and only run never decodes them)."""
+
+    def __init__(self, program: Program) -> None:
+        self._program = program
+
+    def __len__(self) -> int:
+        return self._program._n_steps  # (the decoded steps are checked to be as many)
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._program.steps[index]
+
+    def __iter__(self) -> Iterator[Step]:
+        return iter(self._program.steps)
 
 
 def _steps(data: list, decode: _Decoder) -> tuple[Step, ...]:
@@ -247,6 +322,7 @@ def load_tape(folder: Path, key: str, program: Program) -> Tape | None:
     try:  # (the tape checks its arrays' shapes and bounds)
         return Tape(program.name, tuple(program.inputs),
                     tuple(label for label, _ in program.outputs), n_registers,
-                    steps=program.steps, **arrays)
+                    steps=LazySteps(program) if isinstance(program, KeptProgram)
+                    and "steps" not in vars(program) else program.steps, **arrays)
     except ValueError:
         return None
