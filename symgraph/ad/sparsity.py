@@ -8,7 +8,10 @@ structurally zero), has arguments a_i, a_j with d2 op/da_i da_j not structurally
 D(a_i) and q in D(a_j): the Hessian is the sum over nodes of the adjoint times the op's local
 Hessian pushed through its arguments' Jacobians (the "edge pushing" formula). Which pairs of an
 op's arguments interact is learnt once per op and arity, by differentiating the op table's own
-partials on stand-in symbols, so the pattern is that of the symbolic Hessian (``sg.hessian``).
+partials on stand-in symbols, so the pattern is that of the symbolic Hessian (``sg.hessian``),
+but through a product with a constant 0 factor (kept: 0 * inf is nan): a derivative through it
+is 0 * its adjoint, structurally zero only where that adjoint folds to a constant, so the
+pattern may hold entries the symbolic derivative folded away (never fewer).
 
 Patterns come as (rows, cols) int64 arrays sorted row by row; Hessians give the lower triangle
 (rows >= cols). Every pass is iterative; sets are shared between nodes where they are equal.
