@@ -94,6 +94,14 @@ MAX_STEPS = 1200
 # 59 ns a point with blocks of 16, fpu_chain@75 836 -> 157 (the per-point loop: 61 and 161).
 SLOT_BYTES = 32 * 1024
 MIN_BLOCK = 16
+# A big program's lane kernel compiles as many small ones: vector segments of more than
+# LOOP_STEPS steps are reordered for few live values (`few_live`) and cut into loops of at
+# most LOOP_STEPS (`cut_run`), and every PART_STEPS lines of loops are a function of their own
+# (runtime.lanes' `parts`), which LLVM optimises and allocates registers for apart. FIT,
+# weibull@148 (2,333 steps, one core, CPU time): one loop 27.5 s, loops of 150 steps in
+# functions of 300 lines 14-16 s, at the same speed (2.3 vs 1.7-2.5 us a point, load ~5).
+LOOP_STEPS = 150
+PART_STEPS = 300
 INTERLEAVE_COST = 150  # vector segments up to this cost with a vecmath call: `latency_bound`
 
 # Ops whose Numba template is arithmetic, an LLVM intrinsic (sqrt, fabs, floor) or a select
@@ -190,6 +198,108 @@ def segments(p: Program, vector=is_vector_step) -> list[list[Step]]:
     return runs
 
 
+def few_live(run: list[Step], p: Program) -> list[Step]:
+    """The steps of `run` in an order with few values alive at once: program order or a list
+    schedule (`_greedy`), whichever keeps fewer alive on average (`crossings`).
+    Program order puts a gradient's forward sweep before its backward one (gauss_loglik@250:
+    725 values alive at the widest point, 259 scheduled); a loop's live values are what LLVM
+    keeps in registers or spills, and what a cut between loops (`cut_run`) stores in slots.
+    The same steps on the same operands: the same bits in any order."""
+    if len(run) <= LOOP_STEPS:
+        return run
+    scheduled = _greedy(run, p)
+    return min((scheduled, run), key=lambda order: sum(crossings(order, p)))
+
+
+def _greedy(run: list[Step], p: Program) -> list[Step]:
+    """A list schedule: of the steps whose operands are ready, the one that ends the most
+    values' lives (it is their last reader); ties in program order. (Ties broken depth first,
+    or reading a value of `run` first, kept more alive on FIT families: weibull@148 on average
+    182 -> 457, arrhenius@313 640 -> 1152, mlp_loss@37 152 -> 368.)"""
+    at = {s.target: k for k, s in enumerate(run)}
+    users: list[list[int]] = [[] for _ in run]
+    readers: dict[str, int] = {}  # unscheduled readers in `run` of a value defined in it
+    waiting = [0] * len(run)
+    for k, s in enumerate(run):
+        for name in {_value(o) for o in s.operands} - {None}:
+            if name in at:
+                users[at[name]].append(k)
+                readers[name] = readers.get(name, 0) + 1
+                waiting[k] += 1
+    kept = {_value(o) for _, o in p.outputs}  # read beyond `run`: never freed here
+    for s in p.steps:
+        if s.target not in at:
+            kept.update(map(_value, s.operands))
+
+    def score(k: int) -> int:
+        return sum(readers.get(name, 0) == 1 and name not in kept
+                   for name in {_value(o) for o in run[k].operands} - {None})
+
+    ready = [(-score(k), k) for k, w in enumerate(waiting) if not w]
+    heapq.heapify(ready)
+    done = [False] * len(run)
+    order: list[Step] = []
+    while ready:
+        negative, k = heapq.heappop(ready)
+        if done[k] or -negative != score(k):
+            continue  # a stale entry (the step was pushed again with its new score)
+        done[k] = True
+        order.append(run[k])
+        for name in {_value(o) for o in run[k].operands} - {None}:
+            if name in readers:
+                readers[name] -= 1
+                if readers[name] == 1:  # its last reader now frees it
+                    for u in users[at[name]]:
+                        if not done[u] and not waiting[u]:
+                            heapq.heappush(ready, (-score(u), u))
+        for u in users[k]:
+            waiting[u] -= 1
+            if not waiting[u]:
+                heapq.heappush(ready, (-score(u), u))
+    return order
+
+
+def crossings(run: list[Step], p: Program) -> list[int]:
+    """For each k in 0 .. len(run): how many values of run[:k] run[k:] or the outputs read (the
+    slots a cut before run[k] would add)."""
+    at = {s.target: k for k, s in enumerate(run)}
+    last = dict.fromkeys(at, -1)
+    for k, s in enumerate(run):
+        for name in map(_value, s.operands):
+            if name in at:
+                last[name] = k
+    for name in map(_value, (o for _, o in p.outputs)):
+        if name in at:
+            last[name] = len(run)
+    change = [0] * (len(run) + 2)
+    for name, k in at.items():
+        if last[name] > k:  # live from after its step to its last use
+            change[k + 1] += 1
+            change[last[name] + 1] -= 1
+    live, out = 0, []
+    for k in range(len(run) + 1):
+        live += change[k]
+        out.append(live)
+    return out
+
+
+def cut_run(run: list[Step], p: Program) -> list[list[Step]]:
+    """`run` in loops of at most LOOP_STEPS steps, each cut where the fewest values cross it
+    (between half and all of LOOP_STEPS from the last cut): LLVM's time for one loop grows
+    faster than its length (FIT weibull@148, one loop of 2,333 vector steps: 27.5 s; in loops
+    of at most 150: 14 s), and a cut costs a slot store and load per crossing value."""
+    if len(run) <= LOOP_STEPS:
+        return [run]
+    live = crossings(run, p)
+    pieces, start = [], 0
+    while len(run) - start > LOOP_STEPS:
+        window = range(start + LOOP_STEPS // 2, start + LOOP_STEPS + 1)
+        cut = min(window, key=lambda k: (live[k], -k))
+        pieces.append(run[start:cut])
+        start = cut
+    return [*pieces, run[start:]]
+
+
 def _slots(p: Program, runs: list[list[Step]], direct_inputs: bool = False,
            direct_outputs: bool = False) -> dict[str, int]:
     """Slot of every value read outside the segment that defines it (inputs: segment -1,
@@ -232,7 +342,7 @@ def _slots(p: Program, runs: list[list[Step]], direct_inputs: bool = False,
 
 def lane_kernel_lines(p: Program) -> list[str]:
     """The lane kernel, whatever the program's size (`batch_kernel_lines` chooses)."""
-    runs = segments(p)
+    runs = [piece for run in segments(p) for piece in cut_run(few_live(run, p), p)]
     widths = {name: width for name, width in (("_X", len(p.inputs)), ("_OUT", len(p.outputs)))
               if width <= MAX_CONSTANT_WIDTH}
     # Narrow rows are read and written where the segments need them: vector loads and stores
@@ -251,6 +361,8 @@ def lane_kernel_lines(p: Program) -> list[str]:
         return f"_T[{slot[name] * block} + _j]"
 
     loops: list[int] = [0]  # for-loops written so far
+    parts: list[int] = [0]  # the first loop of each function (`PART_STEPS`)
+    size = [0]  # statements in the current function
     halves: list[int] = []  # those run as two interleaved half-blocks (`latency_bound`)
 
     def loop(body: list[str], run: list[Step] | None = None) -> list[str]:
@@ -258,6 +370,10 @@ def lane_kernel_lines(p: Program) -> list[str]:
             return []
         if run is not None and latency_bound(p, run):
             halves.append(loops[0])
+        if size[0] and size[0] + len(body) > PART_STEPS:
+            parts.append(loops[0])
+            size[0] = 0
+        size[0] += len(body)
         loops[0] += 1
         return [f"{I1}for _j in range(_m):", *body]
 
@@ -301,7 +417,8 @@ def lane_kernel_lines(p: Program) -> list[str]:
     return lines + ["", "", f"_{p.name}_lanes = lane_loops({p.name}_lanes, {p.name}_steps, "
                     f"slots={count * block}, "
                     f"block={block}, chunk={CHUNK}, widths={widths}"
-                    + (f", interleave={tuple(halves)}" if halves else "") + ")", "", "",
+                    + (f", interleave={tuple(halves)}" if halves else "")
+                    + (f", parts={tuple(parts)}" if len(parts) > 1 else "") + ")", "", "",
                     *_chunks_kernel(p, CHUNK, [f"_{p.name}_lanes(_X, _OUT, _c)  # {p.name}_lanes "
                                                f"on each block of {block} points"], widths)]
 
