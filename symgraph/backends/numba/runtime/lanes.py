@@ -19,8 +19,8 @@ from llvmlite import ir
 from numba import types
 from numba.core import cgutils
 
-from . import transpose
 from ..special import external
+from . import transpose
 from .lowering import compile_steps
 
 
@@ -35,7 +35,7 @@ def lower_lanes(loops, steps, slots, block, chunk, widths, interleave, context, 
     in time that grows faster than a function's size, so a big kernel compiles as many small
     ones (see backends.numba.batch.PART_STEPS)."""
     intp = types.intp
-    (xty, oty, cty), (x, out, c) = signature.args, args
+    (xty, _, cty), (x, out, c) = signature.args, args
     fors = [loop for loop in loops if isinstance(loop, ast.For)]
     numbered = list(enumerate(fors))
     scratch = Slots(block, {k: _alloca_slot(context, builder, block)
