@@ -238,6 +238,7 @@ def test_long_segments_are_reordered_for_fewer_live_values_and_cut_short(monkeyp
     # few_live's list schedule keeps fewer values alive, and cut_run's loops respect the
     # bound, in an order that still respects every dependency.
     monkeypatch.setattr(order, "LOOP_STEPS", 40)
+    monkeypatch.setattr(order, "CUT_ABOVE", 40)
     mu, ls = sg.symbols("mu ls")
     expr = apply("add", *[((0.1 * k - mu) * sg.exp(-ls)) ** 2 + ls for k in range(60)])
     p = build_programs([expr], [mu, ls], [mu, ls], True, False)[1]
@@ -258,7 +259,9 @@ def test_chunked_lane_kernel_equals_row_kernel(name, use_kernel, monkeypatch):
     # kernel's results without vecmath steps (rosenbrock9: transposed copies of wide rows),
     # to rounding with them (every_op: every op, the sin/cos fix-up loop too).
     monkeypatch.setattr(order, "LOOP_STEPS", 6)
+    monkeypatch.setattr(order, "CUT_ABOVE", 6)
     monkeypatch.setattr(batch_module, "PART_STEPS", 15)
+    monkeypatch.setattr(batch_module, "PARTS_ABOVE", 15)
     use_kernel(lane_kernel_lines)
     built = CASES[name]()
     module, programs = lane_module(built, hessian=False)

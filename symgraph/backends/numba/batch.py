@@ -109,6 +109,7 @@ MIN_BLOCK = 16
 # time): one loop in one function 27.5 s; loops of at most 150 steps in functions of 300 lines
 # 14-16 s, at the same speed (2.3 vs 1.7-2.5 us a point, load ~5).
 PART_STEPS = 300
+PARTS_ABOVE = 1200  # lines of loops a kernel keeps in one function (as all did before)
 INTERLEAVE_COST = 150  # vector segments up to this cost with a vecmath call: `latency_bound`
 
 # Ops whose Numba template is arithmetic, an LLVM intrinsic (sqrt, fabs, floor) or a select
@@ -275,6 +276,7 @@ def lane_kernel_lines(p: Program) -> list[str]:
     loops: list[int] = [0]  # for-loops written so far
     parts: list[int] = [0]  # the first loop of each function (`PART_STEPS`)
     size = [0]  # statements in the current function
+    lines_in_loops = [0]
     halves: list[int] = []  # those run as two interleaved half-blocks (`latency_bound`)
 
     def loop(body: list[str], run: list[Step] | None = None) -> list[str]:
@@ -286,6 +288,7 @@ def lane_kernel_lines(p: Program) -> list[str]:
             parts.append(loops[0])
             size[0] = 0
         size[0] += len(body)
+        lines_in_loops[0] += len(body)
         loops[0] += 1
         return [f"{I1}for _j in range(_m):", *body]
 
@@ -330,7 +333,8 @@ def lane_kernel_lines(p: Program) -> list[str]:
                     f"slots={count * block}, "
                     f"block={block}, chunk={CHUNK}, widths={widths}"
                     + (f", interleave={tuple(halves)}" if halves else "")
-                    + (f", parts={tuple(parts)}" if len(parts) > 1 else "") + ")", "", "",
+                    + (f", parts={tuple(parts)}" if len(parts) > 1 and lines_in_loops[0] >
+                       PARTS_ABOVE else "") + ")", "", "",
                     *_chunks_kernel(p, CHUNK, [f"_{p.name}_lanes(_X, _OUT, _c)  # {p.name}_lanes "
                                                f"on each block of {block} points"], widths)]
 

@@ -3,7 +3,7 @@
 A lane kernel (backends.numba.batch) runs each segment of a program as one loop over a block
 of points. A big program's segment has thousands of steps: LLVM's time for one loop grows
 faster than its length, and its register allocator spills what the loop keeps alive. So a
-segment longer than LOOP_STEPS is reordered for few live values (`few_live`) and cut into
+segment longer than CUT_ABOVE is reordered for few live values (`few_live`) and cut into
 loops of at most LOOP_STEPS steps where the fewest values cross (`cut_run`); a crossing value
 goes through a slot (a store and a load per point). Reordering changes no result: every step
 is the same IEEE operation on the same operands.
@@ -19,6 +19,9 @@ from ...lower.schedule import NAME, Operand, Program, Step
 # of at most 150 steps 14-16 s; loops of at most 400 compiled no faster (18.8 s) and ran
 # slower (3.9 vs 1.7 us a point: more spills).
 LOOP_STEPS = 150
+# Segments up to this many steps keep their order and their one loop, as every lane kernel did
+# before (programs of up to 1,200 steps, the families at ~100 operations: fitted there).
+CUT_ABOVE = 600
 
 
 def _value(operand: Operand) -> str | None:
@@ -32,7 +35,7 @@ def few_live(run: list[Step], p: Program) -> list[Step]:
     725 values alive at the widest point, 259 scheduled); a loop's live values are what LLVM
     keeps in registers or spills, and what a cut between loops (`cut_run`) stores in slots.
     The same steps on the same operands: the same bits in any order."""
-    if len(run) <= LOOP_STEPS:
+    if len(run) <= CUT_ABOVE:
         return run
     scheduled = _greedy(run, p)
     return min((scheduled, run), key=lambda order: sum(crossings(order, p)))
@@ -115,7 +118,7 @@ def cut_run(run: list[Step], p: Program) -> list[list[Step]]:
     (between half and all of LOOP_STEPS from the last cut): LLVM's time for one loop grows
     faster than its length (FIT weibull@148, one loop of 2,333 vector steps: 27.5 s; in loops
     of at most 150: 14 s), and a cut costs a slot store and load per crossing value."""
-    if len(run) <= LOOP_STEPS:
+    if len(run) <= CUT_ABOVE:
         return [run]
     live = crossings(run, p)
     pieces, start = [], 0
