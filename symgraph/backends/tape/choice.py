@@ -15,7 +15,9 @@ STRATEGIES = ("auto", "straight", "tape")
 TAPE_THRESHOLD_OPS = 4_000
 # ... unless the big programs' batches get lane kernels (backends.numba.batch.LANE_BUDGET):
 # chunked lane kernels compile linearly and run several times faster than the tape (FIT
-# arrhenius@313, 10,032 operations: lanes 1.6 us a point, SymEngine's LLVM 8.8 us).
+# arrhenius@313, 10,032 operations: lanes 1.6 us a point, SymEngine's LLVM 8.8 us), up to
+# STRAIGHT_MAX_OPS: past it the row kernel alone compiles for more than ~3 s (see above).
+STRAIGHT_MAX_OPS = 12_000
 
 
 def choose_strategy(programs: Sequence[Program], strategy: str = "auto") -> str:
@@ -32,4 +34,5 @@ def choose_strategy(programs: Sequence[Program], strategy: str = "auto") -> str:
         return "straight"
     from ..numba.batch import uses_lanes  # (plain Python: imports no Numba)
 
-    return "straight" if all(map(uses_lanes, big)) else "tape"
+    lanes = all(p.op_count <= STRAIGHT_MAX_OPS and uses_lanes(p) for p in big)
+    return "straight" if lanes else "tape"
