@@ -96,6 +96,10 @@ SPINS = 1 << 16
 # operations (value+gradient programs of 2,000-6,600 steps): ~10 s on an idle core, the
 # price of lanes that SymEngine's LLVM kernels (0.3-2 s to compile) cannot match; programs
 # past it compile the per-point loop or run on the tape. (Until now: at most 1,200 steps.)
+# Measured with benchmarks.run at ~1,000 operations (8 FIT + 6 VALIDATE families, load ~6):
+# batch 1 core vs SymEngine's LLVM 0.36-0.40x -> 1.63-9.6x (FIT min 1.63, held out 1.79);
+# the switch to compiled kernels (row, point and lane kernels of both programs, wall time)
+# 10-99 s, where interpret-first (runtime.interpret.LANE_MS_PER_UNIT) makes it wait.
 LANE_BUDGET = 13_000
 VECMATH_WEIGHT = 20
 # Bytes of slots a block may use: past about L1, a block has fewer points (at least MIN_BLOCK,
