@@ -38,8 +38,11 @@ def lower_lanes(loops, steps, slots, block, chunk, widths, interleave, context, 
     (xty, _, cty), (x, out, c) = signature.args, args
     fors = [loop for loop in loops if isinstance(loop, ast.For)]
     numbered = list(enumerate(fors))
-    scratch = Slots(block, {k: _alloca_slot(context, builder, block)
-                            for k in sorted(_slots_of(numbered, block))})
+    if parts:  # each slot an array of its own (a part's arguments)
+        scratch = Slots(block, {k: _alloca_slot(context, builder, block)
+                                for k in sorted(_slots_of(numbered, block))})
+    else:  # one scratch array, as small kernels were fitted with
+        scratch = Slots(block, {}, _alloca_slot(context, builder, slots))
     flags = cgutils.alloca_once(builder, context.get_data_type(types.boolean), size=block)
     n = cgutils.unpack_tuple(builder, context.make_array(xty)(context, builder, x).shape)[0]
     start = builder.mul(context.cast(builder, c, cty, intp), context.get_constant(intp, chunk))
@@ -71,17 +74,21 @@ def lower_lanes(loops, steps, slots, block, chunk, widths, interleave, context, 
 
 
 class Slots:
-    """The slots of ``_T``, each an array of its own (`pointers`: slot number -> a pointer to
-    `block` floats): LLVM's loop passes (LoopAccessAnalysis, in the vectoriser and in
-    LoopLoadElimination) compare every pair of accesses to one object, so one scratch array
-    made their time grow with the square of a loop's accesses (FIT arrhenius@100: 14.5 s of
-    LLVM passes, two fifths of it in those two)."""
+    """The slots of ``_T``: one array (`base`), or in a kernel cut into parts each slot an array
+    of its own (`pointers`: slot number -> a pointer to `block` floats). LLVM's loop passes
+    (LoopAccessAnalysis, in the vectoriser and in LoopLoadElimination) compare every pair of
+    accesses to one object, so one scratch array made their time grow with the square of a
+    loop's accesses (FIT arrhenius@100: 14.5 s of LLVM passes, two fifths of it in those two;
+    4.4 s with arrays of their own). Small kernels keep the one array: FIT fpu_chain@38 ran at
+    83 ns a point with it, 146 without (load ~5)."""
 
-    def __init__(self, block, pointers) -> None:
-        self.block, self.pointers = block, pointers
+    def __init__(self, block, pointers, base=None) -> None:
+        self.block, self.pointers, self.base = block, pointers, base
 
     def at(self, builder, offset, j):
         """The address of ``_T[offset + j]`` (offset a Python int, j an LLVM index)."""
+        if self.base is not None:  # one array of all slots
+            return builder.gep(self.base, [builder.add(ir.Constant(j.type, offset), j)])
         slot, within = divmod(offset, self.block)
         index = j if not within else builder.add(j, ir.Constant(j.type, within))
         return builder.gep(self.pointers[slot], [index])
