@@ -329,7 +329,7 @@ def test_interpreted_calls_switch_at_the_call_where_their_lost_time_reaches_the_
 
     made = []
     monkeypatch.setattr(interpret, "switch_ms",
-                        lambda ops, cached: 2.5 * interpret.row_loss_ns(ops, 2) / 1e6)
+                        lambda ops, cached, lanes=0: 2.5 * interpret.row_loss_ns(ops, 2) / 1e6)
     pending = interpret.Pending("value_grad", 10, lambda: Interpreter,
                                 lambda: made.append(1) or Built, lambda: False)
     out = np.empty(1)

@@ -26,7 +26,9 @@ import numpy as np
 import pytest
 
 import symgraph as sg
+from symgraph.backends.numba import batch as batch_module
 from symgraph.backends.numba import emit as emit_numba
+from symgraph.backends.numba import order
 from symgraph.backends.numba import vecmath as vm
 from symgraph.backends.numba.batch import (
     BLOCK,
@@ -215,17 +217,64 @@ def test_lane_source_is_byte_identical_across_hash_seeds():
     assert len(outputs) == 1 and "_T[" in outputs.pop()
 
 
+def assert_dependency_order(order, p) -> None:
+    assert sorted(s.target for s in order) == sorted(s.target for s in p.steps)
+    done = set(p.inputs)
+    targets = {s.target for s in p.steps}
+    for s in order:
+        for o in s.operands:
+            assert o.value not in targets or o.value in done
+        done.add(s.target)
+
+
 def test_segments_respect_dependencies_and_keep_every_step():
     expr, args = corpus.random_dag(120)
     for p in build_programs([expr], args, args, True, True):
-        order = [s for run in segments(p) for s in run]
-        assert sorted(s.target for s in order) == sorted(s.target for s in p.steps)
-        done = set(p.inputs)
-        targets = {s.target for s in p.steps}
-        for s in order:
-            for o in s.operands:
-                assert o.value not in targets or o.value in done
-            done.add(s.target)
+        assert_dependency_order([s for run in segments(p) for s in run], p)
+
+
+def test_long_segments_are_reordered_for_fewer_live_values_and_cut_short(monkeypatch):
+    # A gradient in program order keeps its whole forward sweep alive into the backward one;
+    # few_live's list schedule keeps fewer values alive, and cut_run's loops respect the
+    # bound, in an order that still respects every dependency.
+    monkeypatch.setattr(order, "LOOP_STEPS", 40)
+    monkeypatch.setattr(order, "CUT_ABOVE", 40)
+    mu, ls = sg.symbols("mu ls")
+    expr = apply("add", *[((0.1 * k - mu) * sg.exp(-ls)) ** 2 + ls for k in range(60)])
+    p = build_programs([expr], [mu, ls], [mu, ls], True, False)[1]
+    [run] = segments(p)
+    steps = order.few_live(run, p)
+    assert_dependency_order(steps, p)
+    assert max(order.crossings(steps, p)) < max(order.crossings(run, p)) / 2
+    pieces = order.cut_run(steps, p)
+    assert len(pieces) > 3 and max(map(len, pieces)) <= 40
+    assert [s for piece in pieces for s in piece] == steps
+
+
+@pytest.mark.parametrize("name", ["every_op", "rosenbrock9"])
+def test_chunked_lane_kernel_equals_row_kernel(name, use_kernel, monkeypatch):
+    # A big program's lane kernel: long segments cut into loops, loops grouped into functions
+    # of their own (`parts=`; a loop calling a special function stays in the kernel's own),
+    # here at tiny bounds so that a small program has several of each: bit for bit the row
+    # kernel's results without vecmath steps (rosenbrock9: transposed copies of wide rows),
+    # to rounding with them (every_op: every op, the sin/cos fix-up loop too).
+    monkeypatch.setattr(order, "LOOP_STEPS", 6)
+    monkeypatch.setattr(order, "CUT_ABOVE", 6)
+    monkeypatch.setattr(batch_module, "PART_STEPS", 15)
+    monkeypatch.setattr(batch_module, "PARTS_ABOVE", 15)
+    use_kernel(lane_kernel_lines)
+    built = CASES[name]()
+    module, programs = lane_module(built, hessian=False)
+    p = programs[1]
+    assert "parts=(0, " in "\n".join(lane_kernel_lines(p))
+    X = points(len(built[1]), 2 * BLOCK + 5, seed=3)
+    row, batch = module.value_grad_row, module.value_grad_batch
+    ref = np.empty((X.shape[0], len(p.outputs)))
+    for i in range(X.shape[0]):
+        row(X[i], ref[i])
+    out = np.full_like(ref, 12345.0)
+    batch(X, out)
+    (assert_near if uses_vecmath(p) else assert_same_bits)(out, ref)
 
 
 @pytest.mark.skipif(platform.machine().lower() not in ("x86_64", "amd64"), reason="x86 assembly")

@@ -129,6 +129,13 @@ class Build:
                     run_batch, self.batches[p.name], min_rows=rows_per_thread(p.cost))
 
 
+def lane_units(program: Program) -> int:
+    """The lane weight of `program`'s lane kernel (backends.numba.batch), 0 without one."""
+    from ..backends.numba.batch import lane_weight, uses_lanes
+
+    return lane_weight(program) if uses_lanes(program) else 0
+
+
 def tape_module(folder: Path, key: str, programs: Sequence[Program]) -> Any:
     """The TapeModule of `programs`, their tapes read back from the cache folder, or built on
     first use (and kept there): compile, then a gradient, builds the gradient's tape alone.
@@ -273,7 +280,8 @@ class Deferred(MadeOnUse):
         on_tape = record.get("on_tape") or ()  # (decided and kept by an earlier process)
         self.pending = {p.name: Pending(p.name, p.op_count, lambda: self.interpreter,
                                         self.straight, lambda: cached, p.name in on_tape,
-                                        lambda p=p: p.cost) for p in programs}
+                                        lambda p=p: p.cost, functools.partial(lane_units, p))
+                        for p in programs}
         self.rows: dict[str, Kernel] = {n: p.row for n, p in self.pending.items()}
         self.batches: dict[str, Kernel] = {n: p.batch for n, p in self.pending.items()}
         self.threaded: dict[str, Kernel] = {n: p.threaded for n, p in self.pending.items()}

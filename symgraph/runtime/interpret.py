@@ -61,6 +61,11 @@ COMPILED_ROW_CALL_NS, COMPILED_ROW_NS_PER_OP, COMPILED_NS_PER_OP = 300.0, 0.5, 0
 # hence the batch loss counts cost, not operations).
 COMPILE_MS, COMPILE_MS_PER_OP, FIRST_COMPILE_MS = 150.0, 0.25, 400.0
 LOAD_MS, LOAD_MS_PER_OP, FIRST_LOAD_MS = 2.0, 0.015, 30.0
+# The lane kernels of big programs (past the 1,200 steps COMPILE_MS_PER_OP was fitted with,
+# up to backends.numba.batch.LANE_BUDGET) compile in ~1-2 ms of CPU per unit of their
+# `lane_weight` (FIT, one core at load ~5: gauss_loglik@250 1,985 units 1.4-2.5 s, weibull@148
+# 10,833 units 14-16 s): the switch costs at least that much.
+LANE_MS_PER_UNIT = 1.0
 # A program whose batches run on the tape's lanes (too big for lane kernels, heavy in exp/log)
 # loads the tape's interpreter at its first compiled batch too, the first time in a process
 # (its module's ~90 cache=True functions and its machine code: weibull@148, ~30 ms at load ~4).
@@ -93,12 +98,13 @@ def _numba_started() -> bool:
     return bool(nrt is not None and getattr(getattr(nrt, "rtsys", None), "_init", False))
 
 
-def switch_ms(ops: int, cached: bool) -> float:
-    """The estimated cost of getting one compiled kernel of `ops` operations."""
+def switch_ms(ops: int, cached: bool, lanes: int = 0) -> float:
+    """The estimated cost of getting one compiled kernel of `ops` operations (and a lane
+    kernel of `lanes` units of lane weight, 0 for none or a small one)."""
     if cached:
         return LOAD_MS + LOAD_MS_PER_OP * ops + (0.0 if _numba_started() else FIRST_LOAD_MS)
     first = 0.0 if _compiled_in_process[0] else FIRST_COMPILE_MS
-    return COMPILE_MS + COMPILE_MS_PER_OP * ops + first
+    return COMPILE_MS + max(COMPILE_MS_PER_OP * ops, LANE_MS_PER_UNIT * lanes) + first
 
 
 def row_loss_ns(ops: int, inputs: int = 0) -> float:
@@ -127,8 +133,10 @@ class Pending:
 
     def __init__(self, name: str, ops: int, interpreter: Callable[[], Any],
                  compiled: Callable[[], Any], cached: Callable[[], bool],
-                 on_tape: bool = False, cost: Callable[[], int] | None = None) -> None:
+                 on_tape: bool = False, cost: Callable[[], int] | None = None,
+                 lanes: Callable[[], int] | None = None) -> None:
         self.name, self.ops, self.on_tape = name, max(1, ops), on_tape
+        self._lanes_of, self._lanes = lanes, None  # its lane kernel's weight, on first use
         self._cost, self._cost_of = None, cost  # (the program's weighted cost, on first use)
         self._interpreter = interpreter  # the Python module, imported on the first use
         self._compiled, self._cached = compiled, cached
@@ -153,7 +161,9 @@ class Pending:
         self._batch(X, OUT)
 
     def _budget_ns(self) -> float:
-        return switch_ms(self.ops, self._cached()) * 1e6
+        if self._lanes is None:
+            self._lanes = 0 if self._lanes_of is None else self._lanes_of()
+        return switch_ms(self.ops, self._cached(), self._lanes) * 1e6
 
     def switch(self) -> Any:
         """The straight-line Build (compiling or loading its module on the first call)."""

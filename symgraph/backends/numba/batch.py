@@ -45,8 +45,8 @@ the lane code sets a point's flag
 vectorised), and a last loop recomputes the flagged points with the row kernel's steps (libm;
 nan arguments give nan either way). So a point's result never
 depends on the other points of its batch. Programs without a vector step, and large ones
-(MAX_STEPS: Numba's compile time of the lane kernel grows faster than its gain), keep the
-per-point loop over the row kernel.
+(past LANE_BUDGET: compile time), keep the per-point loop over the row kernel. Big programs
+compile as several small functions (`cut_run`, PART_STEPS), so compile time stays linear.
 
 Either way the compiled entry point is ``NAME_chunks(_X, _OUT, _claims)``: it claims chunks of
 the batch one at a time (the runtime's ``fetch_add``, an atomic add on ``_claims[0]``), counts
@@ -65,6 +65,7 @@ from dataclasses import replace
 from ...ir.ops import OPS
 from ...lower.schedule import CONST, NAME, Operand, Program, Step
 from ..common import INDENT, operand_text, step_lines
+from .order import cut_run, few_live
 
 JIT = '@njit(cache=True, error_model="numpy")'
 # Batch kernels are loops over chunks that release the GIL; symgraph.batching shares a batch's
@@ -85,15 +86,34 @@ CHUNK_WORK = 200_000
 # run before it returns to Python, which sleeps until a worker's call ends and calls again
 # (batching.run_shared): a thread held up by another process is not spun for.
 SPINS = 1 << 16
-# The compile budget: lanes compile 2-4x longer than the per-point loop (FIT families, one
-# core: arrhenius@31, 998 steps, 1.2 s vs 0.65 s; 1,767 steps 3.8 s vs 0.5 s) and run 1-5x
-# faster. Up to this size (every family at 100 operations) the lane kernel stays under ~3 s.
-MAX_STEPS = 1200
+# The compile budget, in `lane_weight` (steps, plus VECMATH_WEIGHT more for each step that
+# inlines a vecmath function): chunked lane kernels (LOOP_STEPS, PART_STEPS) compile in about
+# 1-2 ms of CPU per unit, linear in size (FIT, one core at load ~5: gauss_loglik@250 1,985
+# units 1.4-2.5 s, mlp_loss@37 6,083 8 s, logistic_regression@134 7,232 10 s, weibull@148
+# 10,833 14-16 s, arrhenius@313 12,549 13 s; VECMATH_WEIGHT fitted to those), and run 2-6x
+# faster than the tape's lanes or the per-point loop that bigger programs get (weibull@148:
+# 1.7-2.5 us a point against the tape's 16 us). The budget takes every FIT family at ~1,000
+# operations (value+gradient programs of 2,000-6,600 steps): ~10 s on an idle core, the
+# price of lanes that SymEngine's LLVM kernels (0.3-2 s to compile) cannot match; programs
+# past it compile the per-point loop or run on the tape. (Until now: at most 1,200 steps.)
+# Measured with benchmarks.run at ~1,000 operations (8 FIT + 6 VALIDATE families, load ~6):
+# batch 1 core vs SymEngine's LLVM 0.36-0.40x -> 1.63-9.6x (FIT min 1.63, held out 1.79);
+# the switch to compiled kernels (row, point and lane kernels of both programs, wall time)
+# 10-99 s, where interpret-first (runtime.interpret.LANE_MS_PER_UNIT) makes it wait.
+LANE_BUDGET = 13_000
+VECMATH_WEIGHT = 20
 # Bytes of slots a block may use: past about L1, a block has fewer points (at least MIN_BLOCK,
 # two AVX-512 vectors), so that wide rows stay in cache. FIT: fpu_chain@38 (153 slots) 111 ->
 # 59 ns a point with blocks of 16, fpu_chain@75 836 -> 157 (the per-point loop: 61 and 161).
 SLOT_BYTES = 32 * 1024
 MIN_BLOCK = 16
+# Every PART_STEPS lines of a lane kernel's loops are a function of their own (runtime.lanes'
+# `parts`), which LLVM optimises and allocates registers for apart; long vector segments are
+# cut into loops first (backends.numba.order). FIT, weibull@148 (2,333 steps, one core, CPU
+# time): one loop in one function 27.5 s; loops of at most 150 steps in functions of 300 lines
+# 14-16 s, at the same speed (2.3 vs 1.7-2.5 us a point, load ~5).
+PART_STEPS = 300
+PARTS_ABOVE = 1200  # lines of loops a kernel keeps in one function (as all did before)
 INTERLEAVE_COST = 150  # vector segments up to this cost with a vecmath call: `latency_bound`
 
 # Ops whose Numba template is arithmetic, an LLVM intrinsic (sqrt, fabs, floor) or a select
@@ -124,8 +144,14 @@ def _value(operand: Operand) -> str | None:
     return operand.value if operand.kind == NAME else None
 
 
+def lane_weight(p: Program) -> int:
+    """What a lane kernel of `p` costs to compile, in units of ~1-2 ms (see LANE_BUDGET)."""
+    return len(p.steps) + VECMATH_WEIGHT * sum(bool(vecmath_calls(OPS[s.op].render(
+        "lanes", [operand_text(o) for o in s.operands]))) for s in p.steps)
+
+
 def uses_lanes(p: Program) -> bool:
-    """Lanes for every program with a vector step, tiny ones too, up to MAX_STEPS steps.
+    """Lanes for every program with a vector step, tiny ones too, up to LANE_BUDGET.
 
     Fitted on benchmarks/families.py's FIT families at 10 and 100 operations, validated on its
     VALIDATE half: lanes beat the per-point loop on every one, also where the old rule (vector
@@ -133,7 +159,8 @@ def uses_lanes(p: Program) -> bool:
     huber_regression@1 1.9 -> 0.5, quadratic_form@3 2.6 -> 0.9, arrhenius@31 (998 steps, over
     the old 400) 231 -> 46; VALIDATE: morse_chain@2 6.9 -> 1.6, softmax_xent@1 17 -> 8.8,
     minimal_surface@6 2.9 -> 2.0. The suite's polynomial is the same either way (0.25 ns)."""
-    return 0 < len(p.steps) <= MAX_STEPS and any(map(is_vector_step, p.steps))
+    return (0 < len(p.steps) <= LANE_BUDGET and any(map(is_vector_step, p.steps))
+            and lane_weight(p) <= LANE_BUDGET)
 
 
 def latency_bound(p: Program, run: list[Step]) -> bool:
@@ -232,7 +259,7 @@ def _slots(p: Program, runs: list[list[Step]], direct_inputs: bool = False,
 
 def lane_kernel_lines(p: Program) -> list[str]:
     """The lane kernel, whatever the program's size (`batch_kernel_lines` chooses)."""
-    runs = segments(p)
+    runs = [piece for run in segments(p) for piece in cut_run(few_live(run, p), p)]
     widths = {name: width for name, width in (("_X", len(p.inputs)), ("_OUT", len(p.outputs)))
               if width <= MAX_CONSTANT_WIDTH}
     # Narrow rows are read and written where the segments need them: vector loads and stores
@@ -251,6 +278,9 @@ def lane_kernel_lines(p: Program) -> list[str]:
         return f"_T[{slot[name] * block} + _j]"
 
     loops: list[int] = [0]  # for-loops written so far
+    parts: list[int] = [0]  # the first loop of each function (`PART_STEPS`)
+    size = [0]  # statements in the current function
+    lines_in_loops = [0]
     halves: list[int] = []  # those run as two interleaved half-blocks (`latency_bound`)
 
     def loop(body: list[str], run: list[Step] | None = None) -> list[str]:
@@ -258,6 +288,11 @@ def lane_kernel_lines(p: Program) -> list[str]:
             return []
         if run is not None and latency_bound(p, run):
             halves.append(loops[0])
+        if size[0] and size[0] + len(body) > PART_STEPS:
+            parts.append(loops[0])
+            size[0] = 0
+        size[0] += len(body)
+        lines_in_loops[0] += len(body)
         loops[0] += 1
         return [f"{I1}for _j in range(_m):", *body]
 
@@ -301,7 +336,9 @@ def lane_kernel_lines(p: Program) -> list[str]:
     return lines + ["", "", f"_{p.name}_lanes = lane_loops({p.name}_lanes, {p.name}_steps, "
                     f"slots={count * block}, "
                     f"block={block}, chunk={CHUNK}, widths={widths}"
-                    + (f", interleave={tuple(halves)}" if halves else "") + ")", "", "",
+                    + (f", interleave={tuple(halves)}" if halves else "")
+                    + (f", parts={tuple(parts)}" if len(parts) > 1 and lines_in_loops[0] >
+                       PARTS_ABOVE else "") + ")", "", "",
                     *_chunks_kernel(p, CHUNK, [f"_{p.name}_lanes(_X, _OUT, _c)  # {p.name}_lanes "
                                                f"on each block of {block} points"], widths)]
 

@@ -46,7 +46,7 @@ BLOCK = 64
 MIN_BLOCK = 8
 MAX_ACCUMULATORS = 8192
 # Bigger row programs run one row at a time (a block of 1, libm, no vector code): LLVM's time
-# for a lane kernel grows faster than its gain (as for batch kernels, batch.MAX_STEPS).
+# for a lane kernel grows faster than its gain (as for batch kernels, batch.LANE_BUDGET).
 MAX_SUM_STEPS = 600
 
 

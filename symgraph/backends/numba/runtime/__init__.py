@@ -67,7 +67,8 @@ _INTERNALS = [("numba.extending", "intrinsic")] + [
         "resolve_value_type", "resolve_function_type", "unify_types")] + [
     ("llvmlite.ir", f"IRBuilder.{name}") for name in (
         "select", "bitcast", "or_", "and_", "mul", "add", "sub", "icmp_signed", "gep",
-        "atomic_rmw", "load_atomic")]
+        "atomic_rmw", "load_atomic", "call", "ret_void")] + [
+    ("llvmlite.ir", name) for name in ("Function", "FunctionType", "VoidType")]
 
 
 def missing() -> list[str]:
@@ -233,7 +234,8 @@ def floats_line(steps: Callable, count: int) -> Any:
 
 
 def lane_loops(lanes: Callable, steps: Callable, slots: int, block: int, chunk: int,
-               widths: dict[str, int], interleave: tuple[int, ...] = ()) -> Any:
+               widths: dict[str, int], interleave: tuple[int, ...] = (),
+               parts: tuple[int, ...] = ()) -> Any:
     """What ``NAME_chunks`` calls for chunk c: an intrinsic (X, OUT, c) -> None that runs the
     function `lanes` on each block of `block` points of chunk c (points c*chunk ..
     c*chunk + chunk - 1), its loops over _j as loops in LLVM IR (which LLVM vectorises), its
@@ -244,8 +246,9 @@ def lane_loops(lanes: Callable, steps: Callable, slots: int, block: int, chunk: 
     columns, which the caller checks): LLVM then vectorises the loops that read and write them
     (interleaved loads and stores), which it cannot do with the arrays' own strides. The
     loops numbered in `interleave` (for-loops of `lanes`, from 0) run a whole block as its two
-    halves at once (`lanes._halves`): the same bits. Without the lowering: `steps` on each row
-    of the chunk."""
+    halves at once (`lanes._halves`): the same bits. The loops numbered in `parts` start
+    functions of their own, called in turn on each block (`lanes._part`: a big kernel compiles
+    as several small ones). Without the lowering: `steps` on each row of the chunk."""
     if _plain():
         return plain.rows_kernel(steps, chunk)
 
@@ -258,7 +261,7 @@ def lane_loops(lanes: Callable, steps: Callable, slots: int, block: int, chunk: 
             layouts = {"_X": x.layout, "_OUT": out.layout}
             constant = {name: width for name, width in widths.items() if layouts[name] == "C"}
             return types.void(x, out, c), lambda *lowering: _lanes.lower_lanes(
-                loops, fixup, slots, block, chunk, constant, interleave, *lowering)
+                loops, fixup, slots, block, chunk, constant, interleave, *lowering, parts=parts)
         return None
 
     typer.__name__ = lanes.__name__

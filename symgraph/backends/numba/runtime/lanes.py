@@ -13,56 +13,167 @@ Part of the runtime adapter (Numba's internals: contexts, cgutils, llvmlite's bu
 from __future__ import annotations
 
 import ast
+import functools
 
+from llvmlite import ir
 from numba import types
 from numba.core import cgutils
 
+from ..special import external
 from . import transpose
 from .lowering import compile_steps
 
 
 def lower_lanes(loops, steps, slots, block, chunk, widths, interleave, context, builder,
-                signature, args):
+                signature, args, parts=()):
     """Emit the loops `loops` (of a ``NAME_lanes``) into an intrinsic's code (X, OUT, c) that
     runs chunk c; a fix-up loop's call (``NAME_steps(_X[_s + _j], _OUT[_s + _j])``) runs the
     statements `steps`. The loops numbered in `interleave` (counting the function's for-loops
-    from 0) run a whole block as its two halves at once, statement by statement (`_halves`)."""
-    intp, impls = types.intp, {}
-    (xty, oty, cty), (x, out, c) = signature.args, args
-    arrays = {"_X": (xty, context.make_array(xty)(context, builder, x)),
-              "_OUT": (oty, context.make_array(oty)(context, builder, out))}
-    scratch = cgutils.alloca_once(builder, context.get_value_type(types.float64), size=slots)
-    scratch.align = 64  # whole cache lines: a slot's vector loads never straddle two
+    from 0) run a whole block as its two halves at once, statement by statement (`_halves`).
+    `parts` (loop numbers, ascending, from 0) cut the loops into functions of their own, each
+    called once a block (`_part`): LLVM optimises and allocates registers function by function,
+    in time that grows faster than a function's size, so a big kernel compiles as many small
+    ones (see backends.numba.batch.PART_STEPS)."""
+    intp = types.intp
+    (xty, _, cty), (x, out, c) = signature.args, args
+    fors = [loop for loop in loops if isinstance(loop, ast.For)]
+    numbered = list(enumerate(fors))
+    if parts:  # each slot an array of its own (a part's arguments)
+        scratch = Slots(block, {k: _alloca_slot(context, builder, block)
+                                for k in sorted(_slots_of(numbered, block))})
+    else:  # one scratch array, as small kernels were fitted with
+        scratch = Slots(block, {}, _alloca_slot(context, builder, slots))
     flags = cgutils.alloca_once(builder, context.get_data_type(types.boolean), size=block)
-    n = cgutils.unpack_tuple(builder, arrays["_X"][1].shape)[0]
+    n = cgutils.unpack_tuple(builder, context.make_array(xty)(context, builder, x).shape)[0]
     start = builder.mul(context.cast(builder, c, cty, intp), context.get_constant(intp, chunk))
     end = builder.add(start, context.get_constant(intp, chunk))
     stop = builder.select(builder.icmp_signed("<", n, end), n, end)
+    cuts = {k for k in parts if 0 < k < len(fors)}
+    groups: list[tuple[bool, list]] = []  # (in a function of its own, its loops)
+    for number, loop in numbered:
+        own = bool(parts) and not _calls_compiled(loop, steps)
+        if not groups or number in cuts or not own or not groups[-1][0]:
+            groups.append((own, []))
+        groups[-1][1].append((number, loop))
+    emit = functools.partial(_emit_loops, context, signature, steps, block, widths, interleave)
+    calls = [_part(context, builder, signature, group, block, emit) if own else None
+             for own, group in groups]
     with cgutils.for_range_slice(builder, start, stop, context.get_constant(intp, block)) as (
             s, _):
         left = builder.sub(n, s)
         m = builder.select(builder.icmp_signed("<", left, context.get_constant(intp, block)),
                            left, context.get_constant(intp, block))
-        for number, loop in enumerate(loop for loop in loops if isinstance(loop, ast.For)):
-            if number in interleave:
-                _halves(context, builder, loop, arrays, scratch, flags, widths, s, m, block, impls)
-                continue
-            first = _transposed(context, builder, loop, arrays, scratch, flags, widths, s, m)
-            with cgutils.for_range_slice(builder, first, m, context.get_constant(intp, 1)) as (
-                    j, _):
-                j = _Index(j)
-                pointer = _pointers(context, builder, arrays, scratch, flags, widths, s, j.index)
-                if isinstance(loop.body[0], ast.If):  # libm for the flagged points: rarely
-                    test = pointer(loop.body[0].test)[1]
-                    call = loop.body[0].body[0].value
-                    row = {"_x": call.args[0], "_out": call.args[1]}  # _X[_s + _j]...
-                    with cgutils.if_unlikely(builder, context.unpack_value(
-                            builder, types.boolean, test)):
-                        compile_steps(context, builder, lambda node, row=row, pointer=pointer:
-                                      pointer(row[node.value.id], node.slice), impls)(steps)
-                    continue
-                compile_steps(context, builder, pointer, impls)(loop.body)
+        for call, (_, group) in zip(calls, groups):
+            if call is None:
+                emit(builder, x, out, scratch, flags, s, m, group)
+            else:
+                function, used = call
+                builder.call(function, [x, out, flags, s, m,
+                                        *(scratch.pointers[k] for k in used)])
     return context.get_dummy_value()
+
+
+class Slots:
+    """The slots of ``_T``: one array (`base`), or in a kernel cut into parts each slot an array
+    of its own (`pointers`: slot number -> a pointer to `block` floats). LLVM's loop passes
+    (LoopAccessAnalysis, in the vectoriser and in LoopLoadElimination) compare every pair of
+    accesses to one object, so one scratch array made their time grow with the square of a
+    loop's accesses (FIT arrhenius@100: 14.5 s of LLVM passes, two fifths of it in those two;
+    4.4 s with arrays of their own). Small kernels keep the one array: FIT fpu_chain@38 ran at
+    83 ns a point with it, 146 without (load ~5)."""
+
+    def __init__(self, block, pointers, base=None) -> None:
+        self.block, self.pointers, self.base = block, pointers, base
+
+    def at(self, builder, offset, j):
+        """The address of ``_T[offset + j]`` (offset a Python int, j an LLVM index)."""
+        if self.base is not None:  # one array of all slots
+            return builder.gep(self.base, [builder.add(ir.Constant(j.type, offset), j)])
+        slot, within = divmod(offset, self.block)
+        index = j if not within else builder.add(j, ir.Constant(j.type, within))
+        return builder.gep(self.pointers[slot], [index])
+
+
+def _calls_compiled(loop, steps) -> bool:
+    """Whether a loop (with the row's `steps`, for a fix-up loop) calls a compiled function
+    (a special or user function): Numba's calling convention reaches the caller's own
+    arguments, so such a loop stays in the kernel's function, not in a part."""
+    trees = [loop, *(steps if isinstance(loop.body[0], ast.If) else [])]
+    return any(isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+               and external(node.func.id) is not None
+               for tree in trees for node in ast.walk(tree))
+
+
+def _alloca_slot(context, builder, block):
+    slot = cgutils.alloca_once(builder, context.get_value_type(types.float64), size=block)
+    slot.align = 64  # whole cache lines: a slot's vector loads never straddle two
+    return slot
+
+
+def _slots_of(numbered, block):
+    """The slot numbers the loops `numbered` read or write (``_T[offset + _j]``)."""
+    return {node.slice.left.value // block for _, loop in numbered for node in ast.walk(loop)
+            if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name)
+            and node.value.id == "_T"}
+
+
+def _part(context, builder, signature, group, block, emit):
+    """A function of its own (internal, never inlined) that runs the loops `group` on a block:
+    (X, OUT, _F, s, m, and a pointer to each slot it uses), the flags and slots marked as
+    aliasing nothing (as the caller's stack arrays, which they are). Returns it and the slot
+    numbers its last arguments are."""
+    intp = context.get_value_type(types.intp)
+    xty, oty = (context.get_value_type(t) for t in signature.args[:2])
+    double, flag = context.get_value_type(types.float64), context.get_data_type(types.boolean)
+    used = sorted(_slots_of(group, block))
+    fnty = ir.FunctionType(ir.VoidType(), [xty, oty, flag.as_pointer(), intp, intp]
+                           + [double.as_pointer()] * len(used))
+    module, base = builder.module, f"{builder.function.name}.lanes{group[0][0]}"
+    name, k = base, 0
+    while name in module.globals:
+        k += 1
+        name = f"{base}.{k}"
+    function = ir.Function(module, fnty, name=name)
+    function.linkage = "internal"
+    function.attributes.add("noinline")
+    function.attributes.add("nounwind")
+    function.args[2].add_attribute("noalias")
+    for argument in function.args[5:]:
+        argument.add_attribute("noalias")
+        argument.attributes.align = 64
+    inner = ir.IRBuilder(function.append_basic_block("entry"))
+    x, out, flags, s, m = function.args[:5]
+    emit(inner, x, out, Slots(block, dict(zip(used, function.args[5:]))), flags, s, m, group)
+    inner.ret_void()
+    return function, used
+
+
+def _emit_loops(context, signature, steps, block, widths, interleave, builder, x, out,
+                scratch, flags, s, m, numbered):
+    """The loops `numbered` ((number, loop) pairs) on the block of m points from s."""
+    intp, impls = types.intp, {}
+    (xty, oty, _) = signature.args
+    arrays = {"_X": (xty, context.make_array(xty)(context, builder, x)),
+              "_OUT": (oty, context.make_array(oty)(context, builder, out))}
+    for number, loop in numbered:
+        if number in interleave:
+            _halves(context, builder, loop, arrays, scratch, flags, widths, s, m, block, impls)
+            continue
+        first = _transposed(context, builder, loop, arrays, scratch, flags, widths, s, m)
+        with cgutils.for_range_slice(builder, first, m, context.get_constant(intp, 1)) as (
+                j, _):
+            j = _Index(j)
+            pointer = _pointers(context, builder, arrays, scratch, flags, widths, s, j.index)
+            if isinstance(loop.body[0], ast.If):  # libm for the flagged points: rarely
+                test = pointer(loop.body[0].test)[1]
+                call = loop.body[0].body[0].value
+                row = {"_x": call.args[0], "_out": call.args[1]}  # _X[_s + _j]...
+                with cgutils.if_unlikely(builder, context.unpack_value(
+                        builder, types.boolean, test)):
+                    compile_steps(context, builder, lambda node, row=row, pointer=pointer:
+                                  pointer(row[node.value.id], node.slice), impls)(steps)
+                continue
+            compile_steps(context, builder, pointer, impls)(loop.body)
 
 
 def _pointers(context, builder, arrays, scratch, flags, widths, s, j):
@@ -72,8 +183,7 @@ def _pointers(context, builder, arrays, scratch, flags, widths, s, j):
 
     def pointer(node, column=None):
         if node.value.id == "_T":
-            offset = context.get_constant(intp, node.slice.left.value)
-            return types.float64, builder.gep(scratch, [builder.add(offset, j)])
+            return types.float64, scratch.at(builder, node.slice.left.value, j)
         if node.value.id == "_F":
             return types.boolean, builder.gep(flags, [j])
         ty, ary = arrays[node.value.id]

@@ -134,8 +134,7 @@ def emit_copy_in(context, builder, xty, xs, scratch, s, groups, columns, v) -> N
                 rows.append(builder.load(_vector_pointer(builder, ptr, v), align=8))
             cols = transpose(builder, rows)
             for c in mine:
-                offset = builder.add(context.get_constant(intp, wanted[k0 + c]), j0)
-                ptr = builder.gep(scratch, [offset])
+                ptr = scratch.at(builder, wanted[k0 + c], j0)
                 builder.store(cols[c], _vector_pointer(builder, ptr, v), align=8 * v)
 
 
@@ -153,8 +152,7 @@ def emit_copy_out(context, builder, oty, outs, scratch, s, groups, columns, v) -
                 if isinstance(source, float):
                     cols.append(ir.Constant(ir.VectorType(_F64, v), [source] * v))
                 else:
-                    offset = builder.add(context.get_constant(intp, source), j0)
-                    ptr = builder.gep(scratch, [offset])
+                    ptr = scratch.at(builder, source, j0)
                     cols.append(builder.load(_vector_pointer(builder, ptr, v), align=8 * v))
             rows = transpose(builder, cols)
             for r in range(v):
