@@ -9,7 +9,7 @@ compiled function calls compiled ones): the same source gives the Python backend
 Numba's, through Numba's public API alone. Compiled lazily, on a kernel's first call, and cached
 on disk like the kernels, with the cache set up on each function's first compile
 (`cache_files.cached_on_first_compile`): a process that only loads machine code they are
-linked into (a warm tape process) never compiles them, and their set-up at import cost 2.9 ms.
+linked into (a warm tape process) never compiles them, nor pays that set-up (1.3-1.8 ms).
 """
 
 from __future__ import annotations
