@@ -216,3 +216,48 @@ def test_a_kernel_needing_more_than_the_light_refresh_compiles_again_with_all_of
                           timeout=300)
     assert done.returncode == 0, done.stderr
     assert float(done.stdout.split()[-1]) == 15.0
+
+
+SPECIAL = """
+import json, sys
+import numpy as np
+import symgraph as sg
+from symgraph.backends.numba import special
+x, y = sg.symbols("x y")
+deferred = type(special._sf_lgamma._cache).__name__  # before anything compiles it
+expr = sg.lgamma(x) * y if sys.argv[2] == "first" else sg.lgamma(x) + y**2 * x
+point = (2.5, 0.75)
+fn = sg.compile(expr, [x, y], cache_dir=sys.argv[1], strategy="straight")
+value, grad = fn.value_and_grad(*point)
+oracle = sg.compile(expr, [x, y], backend="python")
+want, want_grad = oracle.value_and_grad(*point)
+lgamma = special._sf_lgamma
+hits, misses = sum(lgamma.stats.cache_hits.values()), sum(lgamma.stats.cache_misses.values())
+print(json.dumps({"deferred": deferred, "cache": type(lgamma._cache._cache_file).__name__,
+                  "hits": hits, "misses": misses,
+                  "got": [float(value), *map(float, grad)],
+                  "want": [float(want), *map(float, want_grad)]}))
+"""
+
+
+def test_special_functions_set_up_their_cache_on_first_compile_and_load_from_it_in_a_warm_process(
+        tmp_path):
+    # special.py's functions are defined without Numba's cache set-up (cache_files.
+    # cached_on_first_compile): the first process compiles lgamma and saves it; a second one,
+    # whose kernel is a cache miss (another expression), loads lgamma from those files while
+    # typing the kernel; both kernels agree with the Python backend (the same special.py).
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba"),
+           "SYMGRAPH_CACHE_DIR": str(tmp_path / "sg")}
+    runs = {}
+    for which in ("first", "second"):
+        done = subprocess.run([sys.executable, "-c", SPECIAL, str(tmp_path / "sg"), which],
+                              capture_output=True, text=True, timeout=300, env=env)
+        assert done.returncode == 0, done.stderr
+        runs[which] = json.loads(done.stdout.splitlines()[-1])
+    for run in runs.values():
+        assert run["deferred"] == "NullCache"  # no cache set-up at import
+        assert run["cache"] == "CheckedCacheFile"  # ... and the checked files once compiled
+        assert run["got"] == pytest.approx(run["want"], rel=1e-13, abs=1e-15)
+    assert runs["first"]["misses"] >= 1 and runs["first"]["hits"] == 0
+    assert runs["second"]["hits"] >= 1 and runs["second"]["misses"] == 0
+    assert list((tmp_path / "numba").rglob("special.lgamma-*.nbi"))

@@ -14,6 +14,13 @@ and a stock index reads here as absent: neither side ever unpickles the other's 
 `place_cache` gives Numba a temporary cache folder (with a warning) when it has none it can
 write: a read-only install with no writable home otherwise fails at import, since Numba
 refuses to define a ``cache=True`` function with nowhere to cache it.
+
+`cached_on_first_compile` gives a dispatcher defined without ``cache=True`` its (checked)
+cache when it first compiles, not when it is defined: Numba's cache set-up (a locator, the
+source's stamp, the index's name) for special.py's 46 functions costs every process that
+imports them (each tape process) 1.3-1.8 ms of CPU (load ~5; special's import, 12 pinned
+pairs: median 9.1 -> 8.2 ms), and one that only loads machine code they are linked into
+never compiles them.
 """
 
 from __future__ import annotations
@@ -118,6 +125,27 @@ def checked(dispatchers: Iterable[Any]) -> None:
             cache._symgraph_checked = True
         except Exception:  # noqa: BLE001 - another Numba: its own cache, as it is
             continue
+
+
+def cached_on_first_compile(dispatcher: Any) -> Any:
+    """`dispatcher` (defined without ``cache=True``), given Numba's cache, checked, when it
+    first compiles (a call, or a jitted caller typing it): it then loads from its cache files
+    as a ``cache=True`` one would, or compiles and saves them. Returns `dispatcher`."""
+    def compile_cached(sig: Any) -> Any:
+        from numba.core.compiler_lock import global_compiler_lock
+
+        with global_compiler_lock:  # (re-entrant: Numba's own compile takes it too)
+            if vars(dispatcher).pop("compile", None) is not None:  # once; then Numba's own
+                try:
+                    place_cache()  # (somewhere to cache, or a temporary folder, as at import)
+                    dispatcher.enable_caching()
+                    checked((dispatcher,))
+                except Exception:  # noqa: BLE001 - nowhere to cache: compiled, not cached
+                    pass
+            return dispatcher.compile(sig)
+
+    dispatcher.compile = compile_cached
+    return dispatcher
 
 
 def _load_overload(load: Any, sig: Any, target_context: Any) -> Any:
