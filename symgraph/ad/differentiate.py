@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..frontends.coerce import as_expression, as_symbols, check_not_constants
-from ..ir.node import Node, combine, const
+from ..ir.node import Node, apply, combine, const
 from ..ir.ops import COMPARISONS, OPS
 from ..ir.traversal import bulk, topological_order
 from .guards import clean_nodes, conjoin, mask_guard, merge, select
@@ -43,6 +43,45 @@ def _times(adjoint: Node, partial) -> Node:
     if partial.__class__ is not Node and partial == 1.0:
         return adjoint
     return combine("mul", [adjoint, partial])
+
+
+def _product(node: Node, adjoint: Node, partial: Node) -> Node:
+    """``adjoint * partial``, with the division chains SymPy's algebra cancels taken apart:
+    ``a * (-out / q)`` is ``(a * -out) / q`` (one rounding less; a node's terms over one q
+    then share one division, `_summed`), and ``(s / x) * x`` through an op whose partial is its own value
+    (exp: x > 0 unless it under- or overflowed, where the quotient was inf or nan anyway) is
+    s. FIT: weibull@14's value_grad 42 -> 29 divisions, gibbs_mixing@25 76 -> 52."""
+    if partial is node and adjoint.op == "div" and adjoint.args[1] is node:
+        return adjoint.args[0]
+    if partial.op == "div" and _of_output(partial.args[0], node):  # a quotient's -out / b
+        return apply("div", combine("mul", (adjoint, partial.args[0])), partial.args[1])
+    return combine("mul", (adjoint, partial))
+
+
+def _of_output(p: Node, node: Node) -> bool:
+    """Whether p is `node` or its negation: a partial made of the output (a fresh quotient,
+    not a value of the program that a rewrite would compute twice)."""
+    return p is node or (p.op == "neg" and p.args[0] is node)
+
+
+def _summed(terms: list[Node]) -> Node:
+    """``sum(terms)``, the terms over one divisor q as one quotient: ``(a + b) / q``."""
+    over: dict[Node, list[Node]] = {}
+    for t in terms:
+        if t.op == "div" and not t.args[1].is_const:
+            over.setdefault(t.args[1], []).append(t.args[0])
+    if all(len(v) < 2 for v in over.values()):
+        return combine("add", terms)
+    out: list[Node] = []
+    done: set[Node] = set()
+    for t in terms:
+        q = t.args[1] if t.op == "div" else None
+        if q is None or len(over.get(q, ())) < 2:
+            out.append(t)
+        elif q not in done:  # the first term over q: all of them, once
+            done.add(q)
+            out.append(apply("div", combine("add", over[q]), q))
+    return out[0] if len(out) == 1 else combine("add", out)
 
 
 def _term(guard, inner: Node, partial):
@@ -77,7 +116,7 @@ def vjp(outputs: Sequence[Node], cotangents: Sequence, wrt: Sequence[Node]) -> l
         if terms is None:
             continue
         if node not in guarded:  # no branch above: a plain sum
-            guard, adjoint = None, terms[0] if len(terms) == 1 else combine("add", terms)
+            guard, adjoint = None, terms[0] if len(terms) == 1 else _summed(terms)
         else:
             if clean is None:
                 clean = clean_nodes(order)
@@ -93,7 +132,7 @@ def vjp(outputs: Sequence[Node], cotangents: Sequence, wrt: Sequence[Node]) -> l
                 continue
             if guard is None and partial.__class__ is Node and partial.op != "where" and (
                     partial.op not in COMPARISONS):  # no mask (`mask_guard`)
-                term = combine("mul", (adjoint, partial))  # `_term`, unguarded, inlined
+                term = _product(node, adjoint, partial)  # `_term`, unguarded, inlined
             elif guard is None and partial.__class__ is float and partial == 1.0:
                 term = adjoint  # a sum's argument: `_times`, inlined
             else:
