@@ -430,7 +430,7 @@ _special("xlogy", 2, lambda a, out: (a[1].call("log"), a[0] / a[1]),
 # (y - 1) x**(y-2) and x**(y-1) log x on either side. Weibull@14's value_grad: 28 pow -> 14.
 # (After the table's other entries: the tape's instruction codes stay as they were.)
 POW_PREV_NORMAL = (2.2250738585072014e-308, 1.7976931348623157e308)  # smallest normal, largest
-_NORMAL = "abs({2}) >= 2.2250738585072014e-308 and abs({2}) <= 1.7976931348623157e308"
+_NORMAL = "abs({2}) >= 2.2250738585072014e-308 and {2} - {2} == 0.0"  # normal: finite too
 
 
 def _pow_prev(x, y, p):
