@@ -15,6 +15,7 @@ from ..ir.node import Node, apply, combine, const
 from ..ir.ops import COMPARISONS, OPS
 from ..ir.traversal import bulk, topological_order
 from .guards import clean_nodes, conjoin, mask_guard, merge, select
+from .quotients import product, shared_divisors, summed
 from .traced import derivative_function
 
 
@@ -43,90 +44,6 @@ def _times(adjoint: Node, partial) -> Node:
     if partial.__class__ is not Node and partial == 1.0:
         return adjoint
     return combine("mul", [adjoint, partial])
-
-
-def _product(node: Node, adjoint: Node, partial: Node) -> Node:
-    """``adjoint * partial``, with the division chains SymPy's algebra cancels taken apart:
-    ``a * (-out / q)`` is ``(a * -out) / q`` (one rounding less; a node's terms over one q
-    then share one division, `_summed`), and ``(s / x) * x`` through an op whose partial is its own value
-    (exp: x > 0 unless it under- or overflowed, where the quotient was inf or nan anyway) is
-    s. FIT: weibull@14's value_grad 42 -> 29 divisions, gibbs_mixing@25 76 -> 52."""
-    if partial is node and adjoint.op == "div" and adjoint.args[1] is node:
-        return adjoint.args[0]
-    if partial.op == "div" and _of_output(partial.args[0], node):  # a quotient's -out / b
-        numerator = _times_output(adjoint, node)
-        if partial.args[0] is not node:
-            numerator = apply("neg", numerator)
-        return apply("div", numerator, partial.args[1])
-    return combine("mul", (adjoint, partial))
-
-
-def _shared_divisors(order: list[Node]) -> set[Node]:
-    """Divisors of two or more quotients: their adjoint's terms share one division
-    (`_summed`), so a quotient's partials over them stay ``1/b`` and ``(g * -out) / b``."""
-    seen: set[Node] = set()
-    shared: set[Node] = set()
-    for n in order:
-        if n.op == "div":
-            (shared if n.args[1] in seen else seen).add(n.args[1])
-    return shared
-
-
-def _times_output(adjoint: Node, q: Node) -> Node:
-    """``adjoint * q`` for a quotient q, its terms ``g * (c / q)`` (log(q)'s partial) made
-    ``g * c`` and ``g * pow_prev(q, y, p)`` (q**y's) made ``g * p``: d/db log(a / b) is -1/b and
-    d/db (a / b)**y is -y (a/b)**y / b also where a / b under- or overflowed (0 * inf before).
-    FIT: gibbs_mixing@25 52 -> 27 divisions, weibull@14 28 -> 14 and pow_prev 14 -> 0."""
-    terms = adjoint.args if adjoint.op == "add" else (adjoint,)
-    cancelled = [_without(t, q) for t in terms]
-    if all(c is None for c in cancelled):
-        return combine("mul", (adjoint, q))
-    parts = [combine("mul", (t, q)) if c is None else c for t, c in zip(terms, cancelled)]
-    return parts[0] if len(parts) == 1 else combine("add", parts)
-
-
-def _without(term: Node, q: Node) -> Node | None:
-    """``term * q`` with q cancelled against a factor ``c / q`` or ``pow_prev(q, y, p)`` of
-    `term`, or None if it has neither."""
-    if term.op == "neg":
-        inner = _without(term.args[0], q)
-        return None if inner is None else apply("neg", inner)
-    factors = term.args if term.op == "mul" else (term,)
-    for i, f in enumerate(factors):
-        if f.op == "div" and f.args[1] is q and f.args[0].is_const:
-            rest = factors[:i] + factors[i + 1:] + (f.args[0],)
-        elif f.op == "pow_prev" and f.args[0] is q:
-            rest = factors[:i] + (f.args[2],) + factors[i + 1:]
-        else:
-            continue
-        return rest[0] if len(rest) == 1 else apply("mul", *rest)
-    return None
-
-
-def _of_output(p: Node, node: Node) -> bool:
-    """Whether p is `node` or its negation: a partial made of the output (a fresh quotient,
-    not a value of the program that a rewrite would compute twice)."""
-    return p is node or (p.op == "neg" and p.args[0] is node)
-
-
-def _summed(terms: list[Node]) -> Node:
-    """``sum(terms)``, the terms over one divisor q as one quotient: ``(a + b) / q``."""
-    over: dict[Node, list[Node]] = {}
-    for t in terms:
-        if t.op == "div" and not t.args[1].is_const:
-            over.setdefault(t.args[1], []).append(t.args[0])
-    if all(len(v) < 2 for v in over.values()):
-        return combine("add", terms)
-    out: list[Node] = []
-    done: set[Node] = set()
-    for t in terms:
-        q = t.args[1] if t.op == "div" else None
-        if q is None or len(over.get(q, ())) < 2:
-            out.append(t)
-        elif q not in done:  # the first term over q: all of them, once
-            done.add(q)
-            out.append(apply("div", combine("add", over[q]), q))
-    return out[0] if len(out) == 1 else combine("add", out)
 
 
 def _term(guard, inner: Node, partial):
@@ -162,7 +79,7 @@ def vjp(outputs: Sequence[Node], cotangents: Sequence, wrt: Sequence[Node]) -> l
         if terms is None:
             continue
         if node not in guarded:  # no branch above: a plain sum
-            guard, adjoint = None, terms[0] if len(terms) == 1 else _summed(terms)
+            guard, adjoint = None, terms[0] if len(terms) == 1 else summed(terms)
         else:
             if clean is None:
                 clean = clean_nodes(order)
@@ -177,7 +94,7 @@ def vjp(outputs: Sequence[Node], cotangents: Sequence, wrt: Sequence[Node]) -> l
         quotient = None
         if node.op == "div" and guard is None and args[0] in live and args[1] in live:
             if shared is None:
-                shared = _shared_divisors(order)
+                shared = shared_divisors(order)
             if args[1] not in shared:  # a / b, b no other quotient's: one division for both
                 quotient = apply("div", adjoint, args[1])
         for arg, partial in zip(args, partials):
@@ -189,7 +106,7 @@ def vjp(outputs: Sequence[Node], cotangents: Sequence, wrt: Sequence[Node]) -> l
                 quotient = None if arg is args[1] else quotient
             elif guard is None and partial.__class__ is Node and partial.op != "where" and (
                     partial.op not in COMPARISONS):  # no mask (`mask_guard`)
-                term = _product(node, adjoint, partial)  # `_term`, unguarded, inlined
+                term = product(node, adjoint, partial)  # `_term`, unguarded, inlined
             elif guard is None and partial.__class__ is float and partial == 1.0:
                 term = adjoint  # a sum's argument: `_times`, inlined
             else:

@@ -70,6 +70,7 @@ from .opspec import (  # noqa: F401  (re-exported: `ops` is where stages look op
     table_digest,
     unregister,
 )
+from .powers import NORMAL_TEST, pow_prev, pow_prev_partials, pow_prev_sympy
 
 # 2/sqrt(pi), exact (it prints so, and folds exactly with other constants); its value is the
 # correctly rounded float64.
@@ -422,47 +423,14 @@ _special("xlogy", 2, lambda a, out: (a[1].call("log"), a[0] / a[1]),
 
 
 # ---------------------------------------------------------------------------------------------
-# pow_prev(x, y, p): x**(y - 1) given p = x**y, what d/dx x**y = y x**(y-1) needs: p / x where p
-# is a normal float (then the quotient is within ~1.5 ulp of the power: p's pow rounding and the
-# division's), else the power itself (p = 0, subnormal, inf or nan: x = 0, inf, negative x,
-# under- and overflow; only the taken side runs). As a function of three free arguments it is
-# that piecewise function, and so are its partials: through p = x**y the chain rule gives
-# (y - 1) x**(y-2) and x**(y-1) log x on either side. Weibull@14's value_grad: 28 pow -> 14.
-# (After the table's other entries: the tape's instruction codes stay as they were.)
-POW_PREV_NORMAL = (2.2250738585072014e-308, 1.7976931348623157e308)  # smallest normal, largest
-_NORMAL = "abs({2}) >= 2.2250738585072014e-308 and {2} - {2} == 0.0"  # normal: finite too
-
-
-def _pow_prev(x, y, p):
-    low, high = POW_PREV_NORMAL
-    with np.errstate(all="ignore"):
-        size = np.abs(p)
-        result = np.where((size >= low) & (size <= high), np.divide(p, x),
-                          np.power(x, np.subtract(y, 1.0)))
-    return result[()] if np.ndim(result) == 0 else result
-
-
-def _pow_prev_partials(args, out):
-    x, y, p = args
-    size = p.call("abs")
-    normal = size.call("ge", POW_PREV_NORMAL[0]).call("where", size.call(
-        "le", POW_PREV_NORMAL[1]), 0.0)
-    log_x = x.call("eq", 0.0).call("where", 0.0, x.call("log"))
-    return (normal.call("where", -out / x, (y - 1.0) * x ** (y - 2.0)),
-            normal.call("where", 0.0, out * log_x), normal.call("where", 1.0 / x, 0.0))
-
-
-def _pow_prev_sympy(sp, x, y, p):
-    low, high = POW_PREV_NORMAL
-    return sp.Piecewise((p / x, (sp.Abs(p) >= low) & (sp.Abs(p) <= high)), (x ** (y - 1), True))
-
-
-_op("pow_prev", 3, _pow_prev, _pow_prev_partials,
-    f"({{2}} / {{0}} if {_NORMAL} else math.pow({{0}}, {{1}} - 1.0))",
+# pow_prev(x, y, p): x**(y - 1) from p = x**y, which d/dx x**y needs (ir/powers.py says how and
+# why). After the table's other entries: the tape's instruction codes stay as they were.
+_op("pow_prev", 3, pow_prev, pow_prev_partials,
+    f"({{2}} / {{0}} if {NORMAL_TEST} else math.pow({{0}}, {{1}} - 1.0))",
     "np.where((np.abs({2}) >= 2.2250738585072014e-308) & (np.abs({2}) <= "
     "1.7976931348623157e308), {2} / {0}, np.power({0}, {1} - 1.0))",
     lanes="vpowprev({0}, {1}, {2})",  # p / x; flagged points (vpowprevoff) run the row steps
-    latex=r"\left.{0}^{{{1} - 1}}\right|_{{{2}}}", sympy=_pow_prev_sympy,
+    latex=r"\left.{0}^{{{1} - 1}}\right|_{{{2}}}", sympy=pow_prev_sympy,
     domain=((0.2, 3.0), (-2.0, 2.0), (0.2, 3.0)), cost=4, title="PowerBelow")
 
 
