@@ -179,3 +179,26 @@ def test_the_exponents_derivative_of_x_to_the_y_reuses_the_expressions_log_of_x(
     got = sg.compile(expr, [x, y], backend="python").grad(1.7, 0.6)
     np.testing.assert_allclose(got, [float(w.subs({sx: 1.7, sy: 0.6})) for w in want],
                                rtol=1e-14)
+
+
+@pytest.mark.parametrize("backend", ["python", "numba"])
+def test_quotient_chains_through_exp_and_log_cancel_and_stay_right_where_the_quotient_overflows(
+        backend):
+    # Weibull's terms (k-1) log(d/lam) - (d/lam)**k, lam = exp(b): the gradient divides by
+    # nothing (SymPy's algebra cancels lam * (-(d/lam)/lam) and (1/u) * u; ad/quotients.py does
+    # too), and d/db = -3(k-1) + k sum (d/lam)**k holds also where lam overflows (d/lam = 0) or
+    # underflows (inf), where the plain products were 0 * inf = nan.
+    k, b = sg.symbols("k b")
+    ds = (0.5, 2.0, 3.0)
+    f = sum([(k - 1) * sg.log(d / sg.exp(b)) - (d / sg.exp(b)) ** k for d in ds[1:]],
+            (k - 1) * sg.log(ds[0] / sg.exp(b)) - (ds[0] / sg.exp(b)) ** k)
+    ops = [s.op for s in build_programs([f], [k, b], [k, b], True, False)[1].steps]
+    assert (ops.count("div"), ops.count("pow"), ops.count("pow_prev")) == (3, 3, 0)
+    fn = sg.compile(f, [k, b], backend=backend)
+
+    def d_db(kv: float, bv: float) -> float:
+        return -3 * (kv - 1) + kv * sum((d * math.exp(-bv)) ** kv for d in ds)
+
+    assert math.isclose(fn.grad(1.5, 0.3)[1], d_db(1.5, 0.3), rel_tol=1e-14)
+    assert fn.grad(1.5, 800.0)[1] == -1.5 and fn.grad(0.5, 800.0)[1] == 1.5
+    assert fn.grad(1.5, -800.0)[1] == math.inf
