@@ -138,6 +138,32 @@ def test_the_exponents_derivative_of_x_to_the_y_at_x_zero_is_the_limit_zero(back
     assert math.isnan(fn.grad(-1.0, 0.5)[1])  # log of a negative base stays NaN (NumPy)
 
 
+# x**y's base derivative y * x**(y-1) takes x**(y-1) as pow_prev(x, y, x**y): x**y / x where
+# that power is normal, else pow itself. Edge points where one of the two ways fails: x = 0
+# (x**y 0, 1 or inf), negative x (integer and fractional y), x**y over- and underflowing
+# while x**(y-1) does not, subnormal powers, infinities and nan.
+POW_EDGES = [(0.0, 2.5), (0.0, 1.0), (0.0, 0.5), (0.0, 0.0), (-0.0, 3.0), (-2.0, 3.0),
+             (-2.0, -2.0), (-2.0, 2.5), (1e-200, 2.0), (1e-300, 1.5), (1e200, 1.6), (10.0, 308.0),
+             (10.0, 309.0), (0.5, 1074.5), (2.0, -1100.0), (1e-310, 1.0), (np.inf, 2.0),
+             (np.inf, 0.0), (np.inf, -1.0), (np.nan, 0.0), (1.0, np.nan), (3.0, 0.0), (1.7, 0.6)]
+
+
+@pytest.mark.parametrize("backend", ["python", "numba"])
+def test_x_to_the_y_has_one_pow_and_its_base_derivative_is_the_plain_rules_at_edges(backend):
+    x, y = sg.symbols("x y")
+    value_grad = build_programs([x**y], [x, y], [x, y], True, False)[1]
+    assert [s.op for s in value_grad.steps].count("pow") == 1
+    fn = sg.compile(x**y, [x, y], backend=backend)
+    X = np.array(POW_EDGES)
+    with np.errstate(all="ignore"):
+        want = X[:, 1] * np.power(X[:, 0], X[:, 1] - 1.0)
+    # one point at a time (the row kernel), and a batch (Numba: lanes, flagged points redone)
+    ones = np.array([fn.grad(a, b)[0] for a, b in X])
+    batch = fn.value_and_grad(np.repeat(X, 20, axis=0))[1][::20, 0]
+    for got in (ones, batch):
+        np.testing.assert_allclose(got, want, rtol=3e-16, atol=0.0)  # nan where want is
+
+
 def test_the_exponents_derivative_of_x_to_the_y_reuses_the_expressions_log_of_x():
     # The guard at x = 0 selects log(x) away rather than taking the log of a guarded copy of
     # x: with log(x) in the expression already (weibull's log(d/lam)), value and gradient
@@ -153,3 +179,26 @@ def test_the_exponents_derivative_of_x_to_the_y_reuses_the_expressions_log_of_x(
     got = sg.compile(expr, [x, y], backend="python").grad(1.7, 0.6)
     np.testing.assert_allclose(got, [float(w.subs({sx: 1.7, sy: 0.6})) for w in want],
                                rtol=1e-14)
+
+
+@pytest.mark.parametrize("backend", ["python", "numba"])
+def test_quotient_chains_through_exp_and_log_cancel_and_stay_right_where_the_quotient_overflows(
+        backend):
+    # Weibull's terms (k-1) log(d/lam) - (d/lam)**k, lam = exp(b): the gradient divides by
+    # nothing (SymPy's algebra cancels lam * (-(d/lam)/lam) and (1/u) * u; ad/quotients.py does
+    # too), and d/db = -3(k-1) + k sum (d/lam)**k holds also where lam overflows (d/lam = 0) or
+    # underflows (inf), where the plain products were 0 * inf = nan.
+    k, b = sg.symbols("k b")
+    ds = (0.5, 2.0, 3.0)
+    f = sum([(k - 1) * sg.log(d / sg.exp(b)) - (d / sg.exp(b)) ** k for d in ds[1:]],
+            (k - 1) * sg.log(ds[0] / sg.exp(b)) - (ds[0] / sg.exp(b)) ** k)
+    ops = [s.op for s in build_programs([f], [k, b], [k, b], True, False)[1].steps]
+    assert (ops.count("div"), ops.count("pow"), ops.count("pow_prev")) == (3, 3, 0)
+    fn = sg.compile(f, [k, b], backend=backend)
+
+    def d_db(kv: float, bv: float) -> float:
+        return -3 * (kv - 1) + kv * sum((d * math.exp(-bv)) ** kv for d in ds)
+
+    assert math.isclose(fn.grad(1.5, 0.3)[1], d_db(1.5, 0.3), rel_tol=1e-14)
+    assert fn.grad(1.5, 800.0)[1] == -1.5 and fn.grad(0.5, 800.0)[1] == 1.5
+    assert fn.grad(1.5, -800.0)[1] == math.inf

@@ -377,8 +377,8 @@ def test_each_vecmath_step_is_within_an_ulp_of_the_row_kernel(op, use_kernel):
     # Two operands (pow, atan2, hypot): a second column; points outside vpow's range (x <= 0,
     # |y log x| > POW_LIMIT, inf, nan) or vatan2's (zeros, inf, nan) are recomputed with libm.
     use_kernel(lane_kernel_lines)
-    x, y = sg.symbols("x y")
-    args = [x, y][:OPS[op].arity]
+    x, y, z = sg.symbols("x y z")
+    args = [x, y, z][:OPS[op].arity]
     module, _ = lane_module((apply(op, *args), args), hessian=False)
     rng = np.random.default_rng(len(op))
     X = np.concatenate([rng.normal(0.0, 3.0, 3000), rng.uniform(-750.0, 750.0, 1000),
@@ -386,10 +386,14 @@ def test_each_vecmath_step_is_within_an_ulp_of_the_row_kernel(op, use_kernel):
                         EDGES, [SIN_COS_LIMIT, -SIN_COS_LIMIT]])[:, None]
     if op in ("sin", "cos"):  # farther out, whole chunks run on libm (the next test)
         X = X[~(np.abs(X[:, 0]) > SIN_COS_LIMIT)]
-    if len(args) == 2:
+    if len(args) >= 2:
         X = np.c_[np.abs(X[:, 0]) if op == "pow" else X[:, 0], rng.permutation(X[:, 0]) / 50]
         X[::7, 0] *= -1.0  # negative bases: integer exponents give numbers, others nan
         X[::11, 1] = np.round(X[::11, 1])
+    if len(args) == 3:  # pow_prev(x, y, p): p = x**y (0, subnormal, inf, nan too), or any p
+        with np.errstate(all="ignore"):
+            X = np.c_[X, np.power(X[:, 0], X[:, 1])]
+        X[::5, 2] = rng.permutation(X[:, 0])[::5]
     lanes, rows = np.empty((X.shape[0], 1)), np.empty((X.shape[0], 1))
     module.value_batch(X, lanes)
     for i in range(X.shape[0]):
@@ -398,7 +402,7 @@ def test_each_vecmath_step_is_within_an_ulp_of_the_row_kernel(op, use_kernel):
     assert np.array_equal(np.isnan(lanes), np.isnan(rows))
     assert np.array_equal(lanes[special & ~np.isnan(rows)], rows[special & ~np.isnan(rows)])
     assert np.array_equal(np.signbit(lanes[rows == 0.0]), np.signbit(rows[rows == 0.0]))
-    names = ["x", "y"][:len(args)]
+    names = ["x", "y", "z"][:len(args)]
     code = OPS[op].render("lanes", names)
     single = code == f"{vecmath_calls(code)[0]}({', '.join(names)})"  # else a formula (sigmoid)
     # glibc's tanh errs by up to 2 ulp (vecmath's < 1 ulp against mpmath: test_vecmath).
@@ -409,12 +413,13 @@ def test_each_vecmath_step_is_within_an_ulp_of_the_row_kernel(op, use_kernel):
         name = vecmath_calls(code)[0]
         ours = np.array([getattr(vm, name)(*v) for v in X])
         assert_same_bits(lanes[:, 0], ours)
-    if single and len(args) == 2 and limited:  # pow, atan2: libm's bits (the row kernel's)
-        name = vecmath_calls(code)[0]  # where the flag is set, elsewhere vecmath's
-        off = np.array([getattr(vm, name + "off")(a, b) for a, b in X])
+    if single and len(args) >= 2 and limited:  # pow, atan2, pow_prev: libm's bits (the row
+        name = vecmath_calls(code)[0]  # kernel's) where the flag is set, elsewhere vecmath's
+        flag = getattr(vm, name + "off")  # of the operands it takes: (x, y), or pow_prev's (p)
+        off = np.array([flag(*v[len(args) - flag.py_func.__code__.co_argcount:]) for v in X])
         assert 0 < off.sum() < off.size
         assert_same_bits(lanes[off, 0], rows[off, 0])
-        assert_same_bits(lanes[~off, 0], np.array([getattr(vm, name)(a, b) for a, b in X[~off]]))
+        assert_same_bits(lanes[~off, 0], np.array([getattr(vm, name)(*v) for v in X[~off]]))
 
 
 def test_sin_cos_beyond_vecmaths_exact_range_equal_libm(use_kernel):

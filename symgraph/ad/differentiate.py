@@ -11,10 +11,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..frontends.coerce import as_expression, as_symbols, check_not_constants
-from ..ir.node import Node, combine, const
+from ..ir.node import Node, apply, combine, const
 from ..ir.ops import COMPARISONS, OPS
 from ..ir.traversal import bulk, topological_order
 from .guards import clean_nodes, conjoin, mask_guard, merge, select
+from .quotients import product, shared_divisors, summed
 from .traced import derivative_function
 
 
@@ -63,6 +64,7 @@ def vjp(outputs: Sequence[Node], cotangents: Sequence, wrt: Sequence[Node]) -> l
     order = topological_order(outputs)
     live = _depends(order, variables)
     clean = None  # found on the first guarded adjoint: smooth expressions never need it
+    shared = None  # the divisors of more than one quotient: found on the first quotient
     # A node's contributions: (guard, inner) pairs, an unguarded one as its inner node alone
     # (smooth expressions have no other kind); `guarded` holds the nodes with a guarded one.
     contributions: dict[Node, list] = {}
@@ -77,7 +79,7 @@ def vjp(outputs: Sequence[Node], cotangents: Sequence, wrt: Sequence[Node]) -> l
         if terms is None:
             continue
         if node not in guarded:  # no branch above: a plain sum
-            guard, adjoint = None, terms[0] if len(terms) == 1 else combine("add", terms)
+            guard, adjoint = None, terms[0] if len(terms) == 1 else summed(terms)
         else:
             if clean is None:
                 clean = clean_nodes(order)
@@ -88,12 +90,23 @@ def vjp(outputs: Sequence[Node], cotangents: Sequence, wrt: Sequence[Node]) -> l
         args = node.args
         if not args:
             continue
-        for arg, partial in zip(args, OPS[node.op].partials(args, node)):
+        partials = OPS[node.op].partials(args, node)
+        quotient = None
+        if node.op == "div" and guard is None and args[0] in live and args[1] in live:
+            if shared is None:
+                shared = shared_divisors(order)
+            if args[1] not in shared:  # a / b, b no other quotient's: one division for both
+                quotient = apply("div", adjoint, args[1])
+        for arg, partial in zip(args, partials):
             if partial is None or arg not in live:
                 continue
-            if guard is None and partial.__class__ is Node and partial.op != "where" and (
+            if quotient is not None:  # d/da = g / b, d/db = -(g / b) * (a / b), as JAX's
+                term = quotient if arg is args[0] else apply("neg", combine("mul", (
+                    quotient, node)))
+                quotient = None if arg is args[1] else quotient
+            elif guard is None and partial.__class__ is Node and partial.op != "where" and (
                     partial.op not in COMPARISONS):  # no mask (`mask_guard`)
-                term = combine("mul", (adjoint, partial))  # `_term`, unguarded, inlined
+                term = product(node, adjoint, partial)  # `_term`, unguarded, inlined
             elif guard is None and partial.__class__ is float and partial == 1.0:
                 term = adjoint  # a sum's argument: `_times`, inlined
             else:

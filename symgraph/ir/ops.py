@@ -70,6 +70,7 @@ from .opspec import (  # noqa: F401  (re-exported: `ops` is where stages look op
     table_digest,
     unregister,
 )
+from .powers import NORMAL_TEST, pow_prev, pow_prev_partials, pow_prev_sympy
 
 # 2/sqrt(pi), exact (it prints so, and folds exactly with other constants); its value is the
 # correctly rounded float64.
@@ -154,7 +155,8 @@ def _pow_partials(args, out):
     # -inf never reaches the sum), so the rule's log(x) is the one the expression may hold
     # already (weibull's log(d/lam)): one log, not a second one of a guarded copy of x. Its
     # derivatives meet 1/x only under the guard x != 0 (symgraph.ad.guards).
-    return (exponent * base ** (exponent - 1.0),
+    # x**(y-1) is `pow_prev` of x**y (the output: one pow, not two, where it is normal).
+    return (exponent * base.call("pow_prev", exponent, out),
             out * base.call("eq", 0.0).call("where", 0.0, base.call("log")))
 
 
@@ -418,6 +420,18 @@ _special("bessely", 2, _order_shift("bessely"), r"Y_{{{0}}}\left({1}\right)",
 _special("xlogy", 2, lambda a, out: (a[1].call("log"), a[0] / a[1]),
          r"{0} \log\left({1}\right)", (DEFAULT_DOMAIN, (0.1, 4.0)),
          sympy=lambda sp, x, y: x * sp.log(y), cost=TRANSCENDENTAL)
+
+
+# ---------------------------------------------------------------------------------------------
+# pow_prev(x, y, p): x**(y - 1) from p = x**y, which d/dx x**y needs (ir/powers.py says how and
+# why). After the table's other entries: the tape's instruction codes stay as they were.
+_op("pow_prev", 3, pow_prev, pow_prev_partials,
+    f"({{2}} / {{0}} if {NORMAL_TEST} else math.pow({{0}}, {{1}} - 1.0))",
+    "np.where((np.abs({2}) >= 2.2250738585072014e-308) & (np.abs({2}) <= "
+    "1.7976931348623157e308), {2} / {0}, np.power({0}, {1} - 1.0))",
+    lanes="vpowprev({0}, {1}, {2})",  # p / x; flagged points (vpowprevoff) run the row steps
+    latex=r"\left.{0}^{{{1} - 1}}\right|_{{{2}}}", sympy=pow_prev_sympy,
+    domain=((0.2, 3.0), (-2.0, 2.0), (0.2, 3.0)), cost=4, title="PowerBelow")
 
 
 seal_builtins()

@@ -398,6 +398,10 @@ class _Tidier:
             guarded = _unguard(*args)
             if guarded is not None:
                 return guarded
+        if op == "pow_prev" and n.args[2].op == "pow" and n.args[2].args == n.args[:2]:
+            # of x**y itself: x**(y - 1), however kernels compute it (ir/powers.py)
+            exponent = self.chosen_sum(self.terms(_mk("add", args[1], const(-1.0))))
+            op, args = "pow", [args[0], exponent]
         raw = _mk(op, *args)
         if op in ("add", "mul", "neg", "div", "pow", "sqrt"):
             return self.chosen_sum(self.terms(raw))

@@ -123,7 +123,8 @@ INTERLEAVE_COST = 150  # vector segments up to this cost with a vecmath call: `l
 # point where the step's lane value is not to be trusted, on the step's operands.
 SIN_COS_LIMIT = 5.0e7  # vecmath.SIN_COS_LIMIT (a test checks); vecmath itself imports Numba
 LIMITED = {"vsin": f"abs({{0}}) > {SIN_COS_LIMIT!r}", "vcos": f"abs({{0}}) > {SIN_COS_LIMIT!r}",
-           "vpow": "vpowoff({0}, {1})", "vatan2": "vatan2off({0}, {1})"}
+           "vpow": "vpowoff({0}, {1})", "vatan2": "vatan2off({0}, {1})",
+           "vpowprev": "vpowprevoff({2})"}
 
 I1, I2 = INDENT, INDENT * 2
 

@@ -192,6 +192,19 @@ def vpowoff(x: float, y: float) -> bool:
 
 
 @njit(error_model="numpy", forceinline=True)
+def vpowprev(x: float, y: float, p: float) -> float:
+    """x**(y - 1) from p = x**y (the op table's pow_prev) for a normal p: p / x, within ~1.5
+    ulp of the power (elsewhere unspecified: callers recompute where `vpowprevoff` is true)."""
+    return p / x
+
+
+@njit(error_model="numpy", forceinline=True)
+def vpowprevoff(p: float) -> bool:
+    """Whether p = x**y is no normal float (0, subnormal, inf, nan): vpowprev's lane flag."""
+    return abs(p) < 2.2250738585072014e-308 or abs(p) > 1.7976931348623157e308 or p != p
+
+
+@njit(error_model="numpy", forceinline=True)
 def vhypot(x: float, y: float) -> float:
     """hypot(x, y): both scaled by a power of two when the larger is beyond 2**+-500, then
     x^2 + y^2 as a double-double (exact products, `_mul_error`), its square root and one Newton
@@ -559,5 +572,5 @@ def vcos_array(x, out):
 vcbrt = njit(error_model="numpy", forceinline=True)(_cbrt)
 
 PUBLIC = ("vcbrt", "vexp", "vlog", "vexpm1", "vtanh", "verf", "vlog1p", "vsin", "vcos", "vsincos",
-          "vpow", "vpowoff", "vhypot", "vatan", "vatan2", "vatan2off",
+          "vpow", "vpowoff", "vpowprev", "vpowprevoff", "vhypot", "vatan", "vatan2", "vatan2off",
           "vsin_array", "vcos_array")

@@ -33,6 +33,11 @@ _COMPARE = {ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt,
 _CALLABLE = {"abs": abs, "max": max, "min": min, "math": math, "np": np}
 
 
+def _calls(node) -> bool:
+    """Whether an expression calls a function (math.pow: worth a branch, not a select)."""
+    return any(isinstance(n, ast.Call) for n in ast.walk(node))
+
+
 def steps_body(function):
     """The statements of a plain Python function, parsed from its file (read only when Numba
     compiles, not when its cache has the machine code)."""
@@ -211,6 +216,8 @@ def compile_steps(context, builder, pointer, impls):
             return condition(node, env), types.boolean
         if isinstance(node, ast.IfExp):  # both sides are pure: select between them
             test = condition(node.test, env)
+            if _calls(node.body) or _calls(node.orelse):  # a libm call: only the taken side
+                return branch(test, node, env), f64  # (pow_prev's rare math.pow)
             return builder.select(test, number(node.body, env), number(node.orelse, env)), f64
         if isinstance(node, ast.Call) and not node.keywords:
             f, operands = node.func, [evaluate(a, env) for a in node.args]
@@ -241,6 +248,17 @@ def compile_steps(context, builder, pointer, impls):
             dtype, ptr = pointer(node)
             return context.unpack_value(builder, dtype, ptr), dtype
         raise NotImplementedError(f"no straight-line lowering for {ast.unparse(node)!r}")
+
+    def branch(test, node, env):
+        with builder.if_else(test) as (then, otherwise):
+            with then:
+                yes, yes_block = number(node.body, env), builder.block
+            with otherwise:
+                no, no_block = number(node.orelse, env), builder.block
+        phi = builder.phi(yes.type)
+        phi.add_incoming(yes, yes_block)
+        phi.add_incoming(no, no_block)
+        return phi
 
     def assign(statement, env, typed=False):
         if isinstance(statement, ast.AugAssign):  # _F[_j] |= condition: a point's flag
