@@ -119,6 +119,22 @@ def test_bessel_error_is_an_ulp_up_to_200_and_a_few_ulps_of_the_envelope_beyond(
     assert worst_envelope <= 6, (kind, order, worst_envelope)
 
 
+@pytest.mark.parametrize("kind", ["besselj", "bessely"])
+def test_bessel_at_tiny_arguments_is_mpmaths_down_to_underflow_and_overflow(kind):
+    # Below special_bessel.SMALL the series' first terms: Miller's recurrence would overflow
+    # there (it gave nan at x = 8.8e-140, the gradient of besselj(3, x) too), and Y's upward
+    # recurrence ends in -inf where Y_n overflows, never in inf - inf.
+    function = getattr(special, kind)
+    reference = mpmath.besselj if kind == "besselj" else mpmath.bessely
+    for order in (0, 1, 2, 3, 10, -3):
+        for x in (5e-324, 2e-310, 1e-300, 8.8e-140, 1e-100, 1e-30, 9.99e-9, 1.0001e-8):
+            got, want = function(float(order), x), float(reference(order, mpmath.mpf(x)))
+            if abs(want) < 1e-300 or math.isinf(want):  # subnormal or past the range
+                assert got == pytest.approx(want, abs=1e-300), (kind, order, x)
+            else:
+                assert ulps(got, reference(order, mpmath.mpf(x))) <= 2, (kind, order, x, got)
+
+
 # -- SciPy's values at poles and edges ----------------------------------------------------
 
 INF, NAN = math.inf, math.nan

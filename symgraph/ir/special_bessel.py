@@ -18,6 +18,9 @@ TWO_PI_HI, TWO_PI_LO = 0.6366197723675814, -3.935735335036497e-17  # 2 / pi
 MAX_ORDER = 10000.0  # besselj/bessely orders beyond give nan (the recurrences would run long)
 BESSEL_ASYMPTOTIC = 200.0  # |x| above which Hankel's expansion (Miller's costs ~x steps)
 RESCALE, UNSCALE = 2.0 ** 600, 2.0 ** -600  # Miller's values stay inside Dekker's range
+# Below this |x|, the series' first terms (J_n) and expansions (Y0, Y1) are exact to rounding,
+# and Miller's recurrence, growing by ~2m/x a step, would overflow (x ~1e-120 and below).
+SMALL = 1e-8
 
 
 def _hankel(n, x):
@@ -100,6 +103,20 @@ def _besselj_positive(k, x):
     return wh + wl
 
 
+def _besselj_small(k, x):
+    """J_k(x) for 0 < x < SMALL: (x/2)**k / k! (1 - (x/2)**2 / (k + 1)), the power in
+    double-double (k roundings would be k/2 ulps), down to 0 where it underflows."""
+    half = 0.5 * x
+    th, tl = 1.0, 0.0
+    for i in range(1, k + 1):
+        th, tl = dd_mul_d(th, tl, half)
+        th, tl = dd_div(th, tl, float(i), 0.0)
+        if th == 0.0:
+            return 0.0
+    t = th + tl
+    return t - t * (half * half / (k + 1.0))
+
+
 def besselj(n, x):
     """J_n(x) for integer n (else nan); SciPy's edges (``jv``): nan at +-inf."""
     if n != n or x != x or n != _floor(n) or x == INF or x == -INF or abs(n) > MAX_ORDER:
@@ -116,6 +133,8 @@ def besselj(n, x):
         p, q = _hankel(k, x)
         c, s = _hankel_phase(k, x)
         return sign * math.sqrt(0.6366197723675814 / x) * (p * c - q * s)
+    if x < SMALL:
+        return sign * _besselj_small(k, x)
     return sign * _besselj_positive(k, x)
 
 
@@ -171,6 +190,24 @@ def _bessely01(x):
     return y0h, y0l, y1h, y1l
 
 
+def _bessely01_small(x):
+    """(Y0, Y1) as double-double pairs for 0 < x < SMALL: (2/pi)(log(x/2) + euler) and
+    -2/(pi x) + (x/pi)(log(x/2) + euler - 1/2); the terms left are below rounding. Y1 is -inf
+    where 2/(pi x) overflows."""
+    lh, ll = _log_dd(x)
+    lh, ll = dd_add(lh, ll, -LN2_HI, -LN2_LO)
+    lh, ll = dd_add(lh, ll, EULER, EULER_LO)
+    y0h, y0l = dd_mul(lh, ll, TWO_PI_HI, TWO_PI_LO)
+    if TWO_PI_HI / x == INF:
+        return y0h, y0l, -INF, 0.0
+    dh, dl = dd_div(TWO_PI_HI, TWO_PI_LO, x, 0.0)
+    eh, el = dd_add(lh, ll, -0.5, 0.0)
+    eh, el = dd_mul(eh, el, TWO_PI_HI, TWO_PI_LO)
+    eh, el = dd_mul_d(eh, el, 0.5 * x)
+    y1h, y1l = dd_add(eh, el, -dh, -dl)
+    return y0h, y0l, y1h, y1l
+
+
 def _log_dd(x):
     """log(x) in double-double for x > 0 (normal): e log 2 + 2 atanh((f - 1) / (f + 1)),
     f = x / 2**e in [0.707, 1.414), the series' first terms in double-double."""
@@ -214,14 +251,20 @@ def bessely(n, x):
         p, q = _hankel(1, x)
         c, s = _hankel_phase(1, x)
         y1h, y1l = math.sqrt(0.6366197723675814 / x) * (p * s + q * c), 0.0
+    elif x < SMALL:
+        y0h, y0l, y1h, y1l = _bessely01_small(x)
     else:
         y0h, y0l, y1h, y1l = _bessely01(x)
     if k == 0:
         return sign * (y0h + y0l)
+    if y1h == -INF:
+        return -sign * INF
     qh, ql = _two_over(x)
     for i in range(1, k):  # upward recurrence, stable for Y
         fh, fl = dd_mul_d(qh, ql, float(i))
         fh, fl = dd_mul(fh, fl, y1h, y1l)
         fh, fl = dd_add(fh, fl, -y0h, -y0l)
+        if not abs(fh) < INF:  # Y_n past the range where x << n: it is large and negative
+            return -sign * INF
         y0h, y0l, y1h, y1l = y1h, y1l, fh, fl
     return sign * (y1h + y1l)
