@@ -152,7 +152,17 @@ def test_every_op_runs_alike_on_the_point_interpreter_rows_and_lanes(name, monke
             module.value_row(x, out)
         monkeypatch.setattr(tape_module, "LANE_BUDGET", 0)  # not even 8 lanes fit: points
         build_tape_module([program]).value_batch(X, points)
-    assert lanes.tobytes() == rows.tobytes() == points.tobytes()
+    assert rows.tobytes() == points.tobytes()
+    form = instruction_set(OPS, VECMATH).lanes.get(name)
+    if form is None or form.loop == spec.render("nb", ["a", "b", "c"][:arity]):
+        assert lanes.tobytes() == rows.tobytes()  # the row path's template: bit for bit
+        return
+    # A two-operand vecmath op (vpow, vatan2, vhypot) in the lanes: within an ulp of libm, and
+    # libm's own numbers where its flag sends a lane to libm (zeros, infinities, nan: X[:4]).
+    special = ~np.isfinite(rows) | (rows == 0.0)
+    special[:4] = True
+    assert lanes[special].tobytes() == rows[special].tobytes()
+    np.testing.assert_array_max_ulp(lanes[~special], rows[~special], maxulp=1)
 
 
 def test_a_standard_tape_pickles_without_its_interpreters_source():

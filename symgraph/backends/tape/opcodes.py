@@ -33,9 +33,12 @@ STRUCTURAL = ("add", "mul", "neg", "div")
 
 # vecmath functions exact only for |x| <= their limit (a vecmath constant).
 RANGE_LIMITED = {"vsin": "SIN_COS_LIMIT", "vcos": "SIN_COS_LIMIT"}
+# Two-argument vecmath functions exact only where their vecmath flag is false (as
+# `symgraph.backends.numba.batch.LIMITED`'s): lanes where it is true are recomputed with libm.
+FLAGGED = {"vpow": "vpowoff", "vatan2": "vatan2off"}
 # Names of the generated interpreter module that no op constant may take.
-RESERVED = frozenset({"ARITIES", "INSTRUCTION_NAMES", "MAX_BLOCK", "SIMD", "SIN_COS_LIMIT",
-                      "TABLE", "VECTOR_OPCODES"})
+RESERVED = frozenset({"ARITIES", "INSTRUCTION_NAMES", "LANE_OPCODES", "MAX_BLOCK", "SIMD",
+                      "SIN_COS_LIMIT", "TABLE", "VECTOR_OPCODES"})
 _OPERANDS = ("a", "b", "c")
 
 
@@ -51,21 +54,35 @@ class VectorForm:
         self.loop, self.limit, self.near, self.far = loop, limit, near, far
 
 
+class LaneForm:
+    """How `_lanes` computes an op the lane interpreter runs as one loop over the lanes (on
+    ``a, b, c``, the lanes' operands): `loop`, its expression: the op's two-operand vecmath
+    template, else its ``nb`` template (the row path's); for a flagged vecmath function, `flag`,
+    the expression true where a lane needs `far`, the ``nb`` template (libm)."""
+
+    __slots__ = ("far", "flag", "loop")
+
+    def __init__(self, loop: str, flag: str | None = None, far: str | None = None) -> None:
+        self.loop, self.flag, self.far = loop, flag, far
+
+
 class InstructionSet:
     """The instructions of one op table: code ``k`` is ``names[k]``. (Plain classes, not
     dataclasses: this module is imported on the tape's warm path.)"""
 
-    __slots__ = ("arities", "names", "preludes", "refused", "scalar", "vector")
+    __slots__ = ("arities", "lanes", "names", "preludes", "refused", "scalar", "vector")
 
     def __init__(self, names: tuple[str, ...], arities: tuple[int, ...],
                  scalar: tuple[str, ...], vector: Mapping[str, VectorForm],
-                 refused: Mapping[str, str], preludes: tuple[str, ...] = ()) -> None:
+                 refused: Mapping[str, str], preludes: tuple[str, ...] = (),
+                 lanes: Mapping[str, LaneForm] | None = None) -> None:
         self.names = names
         self.arities = arities  # operands read (a variadic op is chained: 2)
         self.scalar = scalar  # per code: its `nb` template on a, b, c ("" for tape-only)
         self.vector = vector  # the vector ops, in code order (sincos not included)
         self.refused = refused  # ops of the table left out, and why
         self.preludes = preludes  # lines the scalar templates need (their ops' nb_prelude)
+        self.lanes = lanes or {}  # ops `run_lanes` runs a loop per op (`LaneForm`), code order
 
     @property
     def codes(self) -> dict[str, int]:
@@ -77,8 +94,9 @@ class InstructionSet:
         import hashlib
 
         forms = [(name, f.loop, f.limit, f.near, f.far) for name, f in self.vector.items()]
+        lanes = [(name, f.loop, f.flag, f.far) for name, f in self.lanes.items()]
         text = repr((self.names, self.arities, self.scalar, forms)
-                    + ((self.preludes,) if self.preludes else ()))
+                    + ((self.preludes,) if self.preludes else ()) + (lanes,))
         return hashlib.sha256(text.encode()).hexdigest()[:24]
 
 
@@ -117,11 +135,29 @@ def _vector_form(spec: Any, vecmath_names: frozenset[str]) -> VectorForm | None:
     return VectorForm(loop, RANGE_LIMITED[limited[0]], near, spec.render("nb", ["x"]))
 
 
+def _lane_form(spec: Any, arity: int, template: str, vecmath_names: frozenset[str]
+               ) -> LaneForm:
+    """The op's loop in `run_lanes` (not for the vector ops and the structural ones, which have
+    their own): a two-operand op whose lane template calls vecmath runs that template (a
+    flagged function only as the whole template, ``vpow(a, b)``, with libm where its flag is
+    true), any other op its ``nb`` template, the row path's numbers bit for bit."""
+    if arity == 2 and spec.lanes is not None:
+        near = spec.render("lanes", ["a", "b"])
+        called = calls(near, vecmath_names)
+        flagged = sorted(called & set(FLAGGED))
+        if called and not flagged and not called & set(RANGE_LIMITED):
+            return LaneForm(near)
+        if len(flagged) == 1 and near == f"{flagged[0]}(a, b)":
+            return LaneForm(near, f"{FLAGGED[flagged[0]]}(a, b)", template)
+    return LaneForm(template)
+
+
 def instruction_set(ops: Mapping[str, Any], vecmath_names: frozenset[str]) -> InstructionSet:
     """The instruction set of the op table `ops`; `vecmath_names` are the functions lane
     templates may call (those of `symgraph.backends.numba.vecmath`)."""
     names, arities, scalar = list(TAPE_ONLY), list(TAPE_ONLY_ARITIES), [""] * len(TAPE_ONLY)
     vector: dict[str, VectorForm] = {}
+    lanes: dict[str, LaneForm] = {}
     refused: dict[str, str] = {}
     taken = {_constant(name) for name in TAPE_ONLY}
     preludes: dict[str, None] = {}
@@ -137,6 +173,8 @@ def instruction_set(ops: Mapping[str, Any], vecmath_names: frozenset[str]) -> In
             try:
                 template = spec.render("nb", list(_OPERANDS[:arity]))
                 form = _vector_form(spec, vecmath_names)
+                lane = (None if form is not None or name in STRUCTURAL
+                        else _lane_form(spec, arity, template, vecmath_names))
             except Exception as error:  # noqa: BLE001 - a user template may fail any way
                 refused[name] = f"its template does not render: {error!r}"
                 continue
@@ -147,8 +185,10 @@ def instruction_set(ops: Mapping[str, Any], vecmath_names: frozenset[str]) -> In
             preludes.update(dict.fromkeys(getattr(spec, "nb_prelude", ())))
             if form is not None:
                 vector[name] = form
+            if lane is not None:
+                lanes[name] = lane
     missing = [name for name in STRUCTURAL if name not in names]
     if missing:
         raise ValueError(f"an op table for the tape needs the ops {missing}")
     return InstructionSet(tuple(names), tuple(arities), tuple(scalar), vector, refused,
-                          tuple(preludes))
+                          tuple(preludes), lanes)

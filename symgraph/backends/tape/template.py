@@ -121,7 +121,8 @@ def run_lanes(opcodes, operands, targets, blocks, regs, lanes):
     """`run` on `lanes` points at once: `regs` is (registers, >= lanes), a row per register.
 
     Each instruction is decoded once and is one loop over the lanes, which LLVM vectorises for
-    the arithmetic ops: dispatch is shared by the lanes, and the lanes are SIMD lanes.
+    the arithmetic ops: dispatch is shared by the lanes, and the lanes are SIMD lanes. Every op
+    but the structural and vector ones runs its own loop in `_lanes`.
     """
     for k in range(blocks.shape[0] - 1):
         s, e = blocks[k], blocks[k + 1]
@@ -157,7 +158,22 @@ def run_lanes(opcodes, operands, targets, blocks, regs, lanes):
                     _unary(op, t, t, lanes)
                 else:
                     _unary(op, regs[ai], t, lanes)
-        else:
+        elif is_lane(op):
+            scratch = regs[regs.shape[0] - 1]
+            arity = _ARITY[op]
+            for i in range(s, e):
+                ti, ai = np.uint32(targets[i]), np.uint32(operands[i, 0])
+                bi, ci = np.uint32(operands[i, 1]), np.uint32(operands[i, 2])
+                # A target that is an operand's row is computed into the scratch row and copied:
+                # LLVM vectorises only after a runtime check that the rows do not overlap, and
+                # a fix-up loop (vpow's) reads the operands after the vector loop.
+                alias = ti == ai or (arity > 1 and ti == bi) or (arity > 2 and ti == ci)
+                _lanes(op, regs[ai], regs[bi], regs[ci], scratch if alias else regs[ti], lanes)
+                if alias:
+                    t = regs[ti]
+                    for j in range(lanes):
+                        t[j] = scratch[j]
+        else:  # every op has a loop above: unreachable, kept as `run` computes
             for i in range(s, e):
                 t, a = regs[np.uint32(targets[i])], regs[np.uint32(operands[i, 0])]
                 b, c = regs[np.uint32(operands[i, 1])], regs[np.uint32(operands[i, 2])]
