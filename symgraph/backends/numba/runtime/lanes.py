@@ -99,9 +99,16 @@ def _calls_compiled(loop, steps) -> bool:
     (a special or user function): Numba's calling convention reaches the caller's own
     arguments, so such a loop stays in the kernel's function, not in a part."""
     trees = [loop, *(steps if isinstance(loop.body[0], ast.If) else [])]
-    return any(isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-               and external(node.func.id) is not None
-               for tree in trees for node in ast.walk(tree))
+    return any(isinstance(node, ast.Call) and (
+        (isinstance(node.func, ast.Name) and external(node.func.id) is not None)
+        or (isinstance(node.func, ast.Attribute) and node.func.attr in _COMPILED_HELPERS))
+        for tree in trees for node in ast.walk(tree))
+
+
+# Functions whose Numba implementation compiles a Python helper and calls it with Numba's
+# calling convention (numba/cpython/mathimpl.py: `compile_internal`): a loop calling them (a
+# fix-up's libm hypot, bond_angles@92) stays in the kernel's function like a special one.
+_COMPILED_HELPERS = frozenset({"hypot", "gcd"})
 
 
 def _alloca_slot(context, builder, block):
