@@ -125,7 +125,11 @@ def cubic_eos(n: int, rng: random.Random) -> Built:
 
 
 def _cubic_box(n: int) -> tuple[np.ndarray, np.ndarray]:
-    return np.r_[np.full(n - 2, 0.1), 5.0, 1.0], np.r_[np.full(n - 2, 1.0), 10.0, 2.0]
+    # V above the covolume b = sum(x_i b_i) <= 0.2 * (n - 2) everywhere in the box, so that
+    # log(V - b) is real at every size (V in [5, 10] up to 20 species, as before)
+    volume = max(5.0, 0.25 * (n - 2))
+    return (np.r_[np.full(n - 2, 0.1), volume, 1.0],
+            np.r_[np.full(n - 2, 1.0), volume + 5.0, 2.0])
 
 
 def arrhenius(n: int, rng: random.Random) -> Built:

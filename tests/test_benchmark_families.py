@@ -39,6 +39,30 @@ def test_family_is_deterministic_and_finite_with_a_finite_gradient_on_its_box(na
     assert all(np.all(np.isfinite(np.asarray(v, dtype=float))) for v in values)
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(families.FAMILIES))
+def test_family_stays_finite_on_its_box_at_large_sizes(name):
+    # The benchmark builds families at up to 5,000 operations: a box that fits n = 3 only (a
+    # log's argument turning negative at n = 74) would time nan paths and check nan against nan.
+    family = families.FAMILIES[name]
+    expr, args = family.make(60)
+    low, high = family.box(len(args))
+    rng = np.random.default_rng(2)
+    points = np.vstack([low, high, rng.uniform(low, high, (62, len(args)))])
+    env = {a.value: points[:, i] for i, a in enumerate(args)}
+    values = evaluate([expr, *sg.grad(expr, args)], env)
+    assert all(np.all(np.isfinite(np.asarray(v, dtype=float))) for v in values)
+
+
+def test_cubic_eos_volume_stays_above_the_covolume_at_every_size():
+    for n in (1, 10, 74, 96, 400):
+        expr, args = families.FAMILIES["cubic_eos"].make(n)
+        low, high = families.FAMILIES["cubic_eos"].box(len(args))
+        # the covolume b is largest at x_i = 1 (coefficients at most 0.2); V's lower edge is above
+        worst = {a.value: float(h) for a, h in zip(args, high)} | {"V": float(low[-2])}
+        assert np.isfinite(evaluate([expr], {k: np.array([v]) for k, v in worst.items()})[0]).all()
+
+
 @pytest.mark.parametrize("name", ["gauss_loglik", "lennard_jones", "bratu", "tiered_cost"])
 def test_sizes_reach_their_operation_counts_within_a_factor_of_two(name):
     family = families.FAMILIES[name]
