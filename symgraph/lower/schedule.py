@@ -168,15 +168,34 @@ def constant_operand(e: Encoding, code: int, n_inputs: int) -> Operand | None:
     return Operand(CONST, e.constants[k]) if k >= 0 else None
 
 
-def _negations_feeding_only_sums(order: list[Node], claimed: dict[Node, str]) -> set[Node]:
-    """Negations whose every use is a sum: they print as subtraction, with no step of their own."""
-    negations = [node for node in order if node.op == "neg"]
-    if not negations:
-        return set()
-    # (their uses come after them: the order before the first is no use of any)
-    used_otherwise = {arg for node in order[order.index(negations[0]):] if node.op != "add"
-                      for arg in node.args if arg.op == "neg"}
-    return {node for node in negations if node not in used_otherwise and node not in claimed}
+class _Negations(NamedTuple):
+    """An order's negations (index, node), and for each one used by something other than a
+    sum, the index of its first such use: one pass, for the order and its prefixes."""
+
+    found: list[tuple[int, Node]]
+    first_use: dict[Node, int]
+
+    @classmethod
+    def of(cls, order: list[Node]) -> _Negations:
+        found: list[tuple[int, Node]] = []
+        first_use: dict[Node, int] = {}
+        for index, node in enumerate(order):
+            op = node.op
+            if op == "add":
+                continue
+            if op == "neg":
+                found.append((index, node))
+            for arg in node.args:
+                if arg.op == "neg" and arg not in first_use:
+                    first_use[arg] = index
+        return cls(found, first_use)
+
+    def feeding_only_sums(self, end: int, claimed: dict[Node, str]) -> set[Node]:
+        """The negations of ``order[:end]`` whose every use there is a sum (and that are no
+        output): they print as subtraction, with no step of their own."""
+        first_use = self.first_use
+        return {node for index, node in self.found if index < end
+                and first_use.get(node, end) >= end and node not in claimed}
 
 
 def _claims(outputs: Sequence[tuple[str, Node]]) -> dict[Node, str]:
@@ -216,17 +235,16 @@ def schedule_all(jobs: Sequence[tuple[str, Sequence[tuple[str, Node]]]], inputs:
     programs: list[Program | None] = [None] * len(jobs)
     if not jobs:
         return []
-    program, at_mark, operand, claimed, inlined, code_of = _schedule(
-        jobs[longest][0], whole, order, inputs, input_names, comments, marks)
+    made = _schedule(jobs[longest][0], whole, order, inputs, input_names, comments, marks)
+    program, at_mark, operand, claimed, inlined, code_of = made[:6]
     programs[longest] = program
     for i, k in prefix_of.items():
         name, outputs = jobs[i]
         end = ends[k - 1]
-        part = order[:end]
         mine = _claims(outputs)
         same_comments = ((comments and end <= COMMENT_MAX_PROGRAM)
                          == (comments and len(order) <= COMMENT_MAX_PROGRAM))
-        if same_comments and _same_choices(part, mine, claimed, inlined):
+        if same_comments and _same_choices(end, at_mark[end], mine, made):
             n = at_mark[end]
             slots = tuple((label, operand[node]) for label, node in outputs)
             whole_encoding = program.encoding
@@ -238,7 +256,8 @@ def schedule_all(jobs: Sequence[tuple[str, Sequence[tuple[str, Node]]]], inputs:
             programs[i] = DeferredProgram.of(program, n, name, slots, encoding) if deferred \
                 else Program(name, tuple(input_names), steps, slots, encoding)
         else:
-            programs[i] = _schedule(name, outputs, part, inputs, input_names, comments, [])[0]
+            programs[i] = _schedule(name, outputs, order[:end], inputs, input_names, comments,
+                                    [])[0]
     for i, (name, outputs) in enumerate(jobs):
         if programs[i] is None:
             programs[i] = _schedule(name, outputs, topological_order(
@@ -246,16 +265,18 @@ def schedule_all(jobs: Sequence[tuple[str, Sequence[tuple[str, Node]]]], inputs:
     return programs
 
 
-def _same_choices(part: list[Node], claimed_here: dict[Node, str], claimed: dict[Node, str],
-                  inlined: set[Node]) -> bool:
-    """Whether scheduling `part` (a prefix of the longer job's order) for its own outputs
-    names the same steps and inlines the same negations as the longer job did (the claims of
-    its outputs are the same: they are the longer job's first)."""
-    inside = set(part)
-    if any(node in inside for node in claimed if node not in claimed_here):
+def _same_choices(end: int, steps_made: int, claimed_here: dict[Node, str], made: tuple
+                  ) -> bool:
+    """Whether scheduling ``order[:end]`` (a prefix of the longer job's order, whose first
+    `steps_made` steps it made) for its own outputs names the same steps and inlines the same
+    negations as the longer job did (the claims of its outputs are the same: they are the
+    longer job's first). `made`: what `_schedule` returned of the longer job."""
+    _, _, _, claimed, inlined, code_of, negations, offset = made
+    if any((code_of[node] - offset) >> 1 < steps_made for node in claimed
+           if node not in claimed_here):
         return False  # a node of it is another output of the longer job: named after that
-    return _negations_feeding_only_sums(part, claimed_here) == {
-        node for node in inlined if node in inside}
+    return negations.feeding_only_sums(end, claimed_here) == {
+        node for index, node in negations.found if index < end and node in inlined}
 
 
 def _schedule(name: str, outputs: list[tuple[str, Node]], order: list[Node],
@@ -263,7 +284,7 @@ def _schedule(name: str, outputs: list[tuple[str, Node]], order: list[Node],
               marks: list[int]) -> tuple:
     """The Program of `outputs` over `order` (their topological order), and the number of steps
     made after each of the first `marks` nodes; each node's operand, claims and inlined
-    negations.
+    negations, its code, the order's `_Negations` and the codes' offset.
 
     A node's operand is found by its code (`Encoding`'s, plus `offset` to make it an index of
     `by_code`): the codes are the Encoding the tape builder reads, at the cost of one list
@@ -283,7 +304,8 @@ def _schedule(name: str, outputs: list[tuple[str, Node]], order: list[Node],
     claimed = _claims(outputs)
     comments = comments and len(order) <= COMMENT_MAX_PROGRAM
     sizes = capped_tree_sizes(order, COMMENT_MAX_NODES + 1) if comments else {}
-    inlined = _negations_feeding_only_sums(order, claimed)
+    negations = _Negations.of(order)
+    inlined = negations.feeding_only_sums(len(order), claimed)
     deferred = len(order) > DEFER_MIN_NODES and not comments
     steps: list[Step] = []
     labels: dict[int, str] = {}  # deferred: step index -> its output label
@@ -374,7 +396,7 @@ def _schedule(name: str, outputs: list[tuple[str, Node]], order: list[Node],
         steps, slots = tuple(steps), tuple((label, operand[node]) for label, node in outputs)
         encoding = encoding._replace(steps=steps, outputs=slots) if encodable else None
         program = Program(name, tuple(input_names), steps, slots, encoding)
-    return program, at_mark, operand, claimed, inlined, code_of
+    return program, at_mark, operand, claimed, inlined, code_of, negations, offset
 
 
 class _Operands:
