@@ -270,7 +270,8 @@ def symbols(names: str) -> Node | tuple[Node, ...]:
 
 def _as_node(value) -> Node:
     if value.__class__ is float or value.__class__ is int:
-        return const(value)
+        common = _COMMON.get(value)  # (`const`'s first step: the operators' 1.0 and 2.0)
+        return common if common is not None else const(value)
     if isinstance(value, Node):
         return value
     if isinstance(value, (int, float, np.integer, np.floating, bool, np.bool_)):

@@ -103,7 +103,12 @@ def _rule_add(args):
     if len(args) == 2:  # the common case, in derivatives above all: two unrelated terms
         a, b = args
         if a is not b:
-            if _lone_term(a) and _lone_term(b):
+            # Two lone terms (no coefficient to collect, nothing to flatten or fold): ordered.
+            oa, ob = a.op, b.op
+            if (oa != "add" and oa != "const" and oa != "neg"
+                    and not (oa == "mul" and a.args[0].op == "const")
+                    and ob != "add" and ob != "const" and ob != "neg"
+                    and not (ob == "mul" and b.args[0].op == "const")):
                 return _op_node("add", _in_order(a, b, _ADD_RANK))
             # t + c, a term that is no sum: nothing to collect, the constant goes last
             if b.op == "const" and a.op != "const" and a.op != "add":
@@ -152,13 +157,6 @@ def _plain_rest(term: Node) -> Node | None:
     if op == "mul" and term.args[0].op == "const":
         return term.args[1] if len(term.args) == 2 else None
     return term
-
-
-def _lone_term(t: Node) -> bool:
-    # A term with no coefficient to collect and nothing to flatten or fold.
-    op = t.op
-    return op != "add" and op != "const" and op != "neg" and not (
-        op == "mul" and t.args[0].op == "const")
 
 
 def _rule_mul(args):
