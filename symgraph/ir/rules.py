@@ -298,6 +298,15 @@ def combine(op: str, operands: Sequence) -> Node:
                 return _made(op, (a, b))
             if a.op != "const" and b.op != "const":  # kept whole, in canonical order
                 return _op_node(op, _in_order(a, b, _ADD_RANK if op == "add" else _MUL_RANK))
+            # a constant and a nested sum (product) t: the steps below for two operands
+            c, t = (a, b) if a.op == "const" else (b, a)
+            if len(t.args) == 2 and (t.args[0].op == "const" or t.args[1].op == "const"):
+                return apply(op, a, b)  # `_constants_fold`: c1 * (c2 * u) is (c1*c2) * u
+            if c.value == (0.0 if op == "add" else 1.0):
+                return t
+            if op == "mul" and c.value == -1.0:
+                return apply("neg", t)
+            return _op_node(op, _in_order(a, b, _ADD_RANK if op == "add" else _MUL_RANK))
     nodes = [o if o.__class__ is Node else _as_node(o) for o in operands]
     for n in nodes:
         if n.op == op:
