@@ -9,6 +9,12 @@ are identical in every process. Wide sums and products are split into chained st
 Operands are data, not code: an `Operand` is a name or a float constant, and a name may be
 negated (a negation used only by sums has no step: the sum subtracts it). Each backend spells
 them (backends.common.operand_text for Python and Numba; the tape reads them as they are).
+
+Every program also carries its `Encoding` (operands as int codes, each step's op and operand
+count): the tape builder, the census and the costs read that. Orders of more than
+`DEFER_MIN_NODES` nodes make a `DeferredProgram`, whose Steps are made from the codes on
+first use, which a program run on the tape never has: the 50,001-node DAG's two programs
+(167,780 steps) schedule in 0.43 s instead of 0.63 s of CPU (load ~3.5, 2026-12-01).
 """
 
 from __future__ import annotations
