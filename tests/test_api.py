@@ -290,6 +290,39 @@ def test_threads_making_one_structure_at_once_get_one_node():
         sys.setswitchinterval(interval)
 
 
+def test_threads_remaking_collected_structures_at_once_get_one_node_each_and_leave_no_entry():
+    # Interning takes no lock (`intern._make`: setdefault, and a dead entry removed first):
+    # nodes collected and made again while other threads make them still come out one each.
+    import threading
+
+    from symgraph.ir import intern
+
+    a = sg.symbol("remade")
+    before = sum(len(table) for table in intern._TABLES.values())
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        for trial in range(30):
+            made: list = [[] for _ in range(6)]
+            barrier = threading.Barrier(6)
+
+            def work(into: list) -> None:
+                barrier.wait()
+                for k in range(40):  # each round's nodes die with the last list holding them
+                    into.append(sg.sin(a * (k + 0.5)) + sg.cos(a) * (k + 0.5))
+
+            threads = [threading.Thread(target=work, args=(into,)) for into in made]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            assert all(len({id(ns[k]) for ns in made}) == 1 for k in range(40))
+            del made, threads
+    finally:
+        sys.setswitchinterval(interval)
+    assert sum(len(table) for table in intern._TABLES.values()) <= before + 1  # (cos(a))
+
+
 def test_a_first_call_is_interpreted_without_making_or_compiling_the_straight_line_module(
         tmp_path):
     fn = sg.compile(sg.exp(x * y) + sg.sin(x) / y, [x, y], cache_dir=tmp_path)

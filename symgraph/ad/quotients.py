@@ -91,9 +91,14 @@ def _of_output(p: Node, node: Node) -> bool:
 
 def summed(terms: list[Node]) -> Node:
     """``sum(terms)``, the terms over one divisor q as one quotient: ``(a + b) / q``."""
+    if len(terms) == 2:  # the commonest: unless both are quotients over one q, a plain sum
+        a, b = terms
+        if a.op != "div" or b.op != "div" or a.args[1] is not b.args[1] or (
+                a.args[1].op == "const"):
+            return combine("add", terms)
     over: dict[Node, list[Node]] = {}
     for t in terms:
-        if t.op == "div" and not t.args[1].is_const:
+        if t.op == "div" and t.args[1].op != "const":
             over.setdefault(t.args[1], []).append(t.args[0])
     if all(len(v) < 2 for v in over.values()):
         return combine("add", terms)

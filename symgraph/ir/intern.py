@@ -127,9 +127,10 @@ def _forget(ref: _TableRef, _remove=_remove_dead_weakref) -> None:
 # (not WeakValueDictionary), keyed by the node's own argument tuple, because interning is the
 # innermost step of every construction.
 _TABLES: dict[str, dict] = {}
-# Making a node is check-then-insert: threads building expressions at once must not both make
-# "the" node of one structure (two symbols named x). Lookups of existing nodes take no lock;
-# reentrant, since a weak reference's callback (`_forget`) may run inside a locked section.
+# Threads building expressions at once must not both make "the" node of one structure (two
+# symbols named x): a new node goes in with `dict.setdefault`, atomic, so the first one in is
+# the node and the other thread takes it (`_make`); no lock. This one is for Pythons without
+# the C helper below; reentrant, since a weak reference's callback may run inside it.
 _INTERN_LOCK = threading.RLock()
 
 
@@ -162,8 +163,7 @@ def _intern(op: str, args: tuple, value) -> Node:
         node = ref()
         if node is not None:
             return node
-    with _INTERN_LOCK:
-        return _make(op, args, value, table, key)
+    return _make(op, args, value, table, key)
 
 
 def _op_node(op: str, args: tuple) -> Node:
@@ -176,17 +176,11 @@ def _op_node(op: str, args: tuple) -> Node:
         node = ref()
         if node is not None:
             return node
-    with _INTERN_LOCK:
-        return _make(op, args, None, table, args)
+    return _make(op, args, None, table, args)
 
 
 def _make(op: str, args: tuple, value, table: dict, key) -> Node:
     """The node of (op, args, value), made and interned unless another thread just did."""
-    ref = table.get(key)
-    if ref is not None:
-        node = ref()
-        if node is not None:
-            return node
     # The digest hashes op, value and the arguments' digests: structural, the same everywhere.
     if value is None:
         started = _HEADERS.get(op)  # a hasher that has taken the op's header already
@@ -208,8 +202,14 @@ def _make(op: str, args: tuple, value, table: dict, key) -> Node:
     _set_digest(node, hasher.digest())
     ref = _TableRef(node, _forget)
     ref.key, ref.table = key, table
-    table[key] = ref
-    return node
+    while True:  # no lock: `setdefault` and the removal of a dead reference are each atomic
+        found = table.setdefault(key, ref)
+        if found is ref:
+            return node
+        other = found()
+        if other is not None:
+            return other  # another thread's, made meanwhile (ours is dropped, its entry kept)
+        _remove_dead_weakref(table, key)  # a collected node's entry: removed, then ours
 
 
 ops.CONSTANT[:] = [lambda value: const(value)]  # the op table's rules build constants with it
@@ -270,7 +270,8 @@ def symbols(names: str) -> Node | tuple[Node, ...]:
 
 def _as_node(value) -> Node:
     if value.__class__ is float or value.__class__ is int:
-        return const(value)
+        common = _COMMON.get(value)  # (`const`'s first step: the operators' 1.0 and 2.0)
+        return common if common is not None else const(value)
     if isinstance(value, Node):
         return value
     if isinstance(value, (int, float, np.integer, np.floating, bool, np.bool_)):

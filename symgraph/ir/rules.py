@@ -103,7 +103,12 @@ def _rule_add(args):
     if len(args) == 2:  # the common case, in derivatives above all: two unrelated terms
         a, b = args
         if a is not b:
-            if _lone_term(a) and _lone_term(b):
+            # Two lone terms (no coefficient to collect, nothing to flatten or fold): ordered.
+            oa, ob = a.op, b.op
+            if (oa != "add" and oa != "const" and oa != "neg"
+                    and not (oa == "mul" and a.args[0].op == "const")
+                    and ob != "add" and ob != "const" and ob != "neg"
+                    and not (ob == "mul" and b.args[0].op == "const")):
                 return _op_node("add", _in_order(a, b, _ADD_RANK))
             # t + c, a term that is no sum: nothing to collect, the constant goes last
             if b.op == "const" and a.op != "const" and a.op != "add":
@@ -152,13 +157,6 @@ def _plain_rest(term: Node) -> Node | None:
     if op == "mul" and term.args[0].op == "const":
         return term.args[1] if len(term.args) == 2 else None
     return term
-
-
-def _lone_term(t: Node) -> bool:
-    # A term with no coefficient to collect and nothing to flatten or fold.
-    op = t.op
-    return op != "add" and op != "const" and op != "neg" and not (
-        op == "mul" and t.args[0].op == "const")
 
 
 def _rule_mul(args):
@@ -300,6 +298,15 @@ def combine(op: str, operands: Sequence) -> Node:
                 return _made(op, (a, b))
             if a.op != "const" and b.op != "const":  # kept whole, in canonical order
                 return _op_node(op, _in_order(a, b, _ADD_RANK if op == "add" else _MUL_RANK))
+            # a constant and a nested sum (product) t: the steps below for two operands
+            c, t = (a, b) if a.op == "const" else (b, a)
+            if len(t.args) == 2 and (t.args[0].op == "const" or t.args[1].op == "const"):
+                return apply(op, a, b)  # `_constants_fold`: c1 * (c2 * u) is (c1*c2) * u
+            if c.value == (0.0 if op == "add" else 1.0):
+                return t
+            if op == "mul" and c.value == -1.0:
+                return apply("neg", t)
+            return _op_node(op, _in_order(a, b, _ADD_RANK if op == "add" else _MUL_RANK))
     nodes = [o if o.__class__ is Node else _as_node(o) for o in operands]
     for n in nodes:
         if n.op == op:

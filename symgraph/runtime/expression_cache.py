@@ -26,7 +26,7 @@ import io
 import json
 import os
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -35,7 +35,7 @@ import numpy as np
 
 from ..ir.node import Node
 from ..ir.ops import table_digest
-from ..lower.schedule import CONST, NAME, Operand, Program, Step
+from ..lower.schedule import CONST, NAME, Operand, Program, Step, steps_view
 from ..version import __version__
 from .loading import default_cache_dir, read_text, write_atomically
 
@@ -112,7 +112,7 @@ def expression_key(outputs: Sequence[Node], args: Sequence[Node], wrt: Sequence[
 
 def save_programs(folder: Path, key: str, programs: Sequence[Program], **extra: Any) -> None:
     """Keep `programs` (and `extra`, JSON values) under `key`, unless they are too long."""
-    if sum(len(p.steps) for p in programs) > MAX_RECORD_STEPS:
+    if sum(p.n_steps for p in programs) > MAX_RECORD_STEPS:
         return
     record = {"programs": [{"name": p.name, "inputs": p.inputs,
                             "steps": _steps_text(p.steps), "n_steps": len(p.steps),
@@ -215,6 +215,10 @@ class KeptProgram(Program):
             raise ValueError(f"damaged steps of the kept program {self.name!r}")
         return steps
 
+    @property
+    def n_steps(self) -> int:
+        return self._n_steps  # (the decoded steps are checked to be as many)
+
     def __reduce__(self) -> tuple:
         return Program, (self.name, self.inputs, self.steps, self.outputs)
 
@@ -225,23 +229,6 @@ class KeptProgram(Program):
             other.name, other.inputs, other.steps, other.outputs)
 
     __hash__ = Program.__hash__
-
-
-class LazySteps(Sequence):
-    """The steps of `program` as a sequence that decodes them on first use (a tape's steps are
-    for printing it: a tape read back and only run never decodes them)."""
-
-    def __init__(self, program: Program) -> None:
-        self._program = program
-
-    def __len__(self) -> int:
-        return self._program._n_steps  # (the decoded steps are checked to be as many)
-
-    def __getitem__(self, index: Any) -> Any:
-        return self._program.steps[index]
-
-    def __iter__(self) -> Iterator[Step]:
-        return iter(self._program.steps)
 
 
 def _steps(data: list, decode: _Decoder) -> tuple[Step, ...]:
@@ -322,7 +309,6 @@ def load_tape(folder: Path, key: str, program: Program) -> Tape | None:
     try:  # (the tape checks its arrays' shapes and bounds)
         return Tape(program.name, tuple(program.inputs),
                     tuple(label for label, _ in program.outputs), n_registers,
-                    steps=LazySteps(program) if isinstance(program, KeptProgram)
-                    and "steps" not in vars(program) else program.steps, **arrays)
+                    steps=steps_view(program), **arrays)
     except ValueError:
         return None

@@ -160,7 +160,7 @@ def uses_lanes(p: Program) -> bool:
     huber_regression@1 1.9 -> 0.5, quadratic_form@3 2.6 -> 0.9, arrhenius@31 (998 steps, over
     the old 400) 231 -> 46; VALIDATE: morse_chain@2 6.9 -> 1.6, softmax_xent@1 17 -> 8.8,
     minimal_surface@6 2.9 -> 2.0. The suite's polynomial is the same either way (0.25 ns)."""
-    return (0 < len(p.steps) <= LANE_BUDGET and any(map(is_vector_step, p.steps))
+    return (0 < p.n_steps <= LANE_BUDGET and any(map(is_vector_step, p.steps))
             and lane_weight(p) <= LANE_BUDGET)
 
 

@@ -35,7 +35,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ...ir.traversal import bulk
-from ...lower.schedule import CONST, NAME, Operand, Program, Step, power_exponent
+from ...lower.schedule import CONST, NAME, Operand, Program, Step, power_exponent, steps_view
 from ..numba.cache import preload
 from .assemble import ASSEMBLED, assemble
 from .choice import STRATEGIES, TAPE_THRESHOLD_OPS, choose_strategy
@@ -333,7 +333,7 @@ def _finished(program: Program, interpreter: Interpreter, code: np.ndarray, n_va
                           interpreter.max_block)
     return Tape(program.name, tuple(program.inputs), tuple(label for label, _ in program.outputs),
                 n_registers, opcodes, operands, targets, blocks,
-                np.array(constants, dtype=np.float64), out, step_of, program.steps,
+                np.array(constants, dtype=np.float64), out, step_of, steps_view(program),
                 interpreter)
 
 

@@ -1,8 +1,10 @@
 """A program in integers, for the tape builder's `assemble` pass (`assemble.py`): each step a
 kind (an opcode, or a chain, a negation, a small power, half of a sin/cos pair), each operand an
-int (a step's index, an input, a distinct constant) and a sign. A few list comprehensions over
-the steps, then Numba builds the instructions: at 168,000 steps (the 50,000-node DAG's
-gradient) ~0.1 s where `builder._Builder`, one Python call per step, took ~0.3 s.
+int (a step's index, an input, a distinct constant) and a sign, read from the scheduler's
+`Encoding` (no Step is read: a `DeferredProgram` never makes them), or from the steps' names
+for other programs. Then Numba builds the instructions: at 168,000 steps (the 50,000-node
+DAG's gradient) encode takes ~0.016 s (0.036 s when it read the Steps), the whole tape
+~0.08 s, where `builder._Builder`, one Python call per step, took ~0.3 s.
 
 `encode` declines (returns None) a program it cannot take exactly as `_Builder` would, which
 then builds it step by step, with its errors: a target named twice or after an input, an
@@ -17,7 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from ...lower.schedule import NAME, Program, power_exponent
+from ...ir.ops import small_power
+from ...lower.schedule import CONST, NAME, Operand, Program, power_exponent
 from .assemble import ADD_CHAIN, MUL_CHAIN, NEG_STEP, PAIRED, SINCOS_COS, SINCOS_SIN, SMALL_POWER
 from .interpreter import Interpreter
 from .opcodes import SINCOS
@@ -89,26 +92,49 @@ def _named(program: Program) -> tuple | None:
 
 def encode(program: Program, interpreter: Interpreter) -> tuple[Any, ...] | None:
     """`assemble`'s arguments for `program`, and the distinct constants' values; or None."""
-    steps, inputs = program.steps, program.inputs
-    n = len(steps)
-    counts = np.fromiter(map(len, map(_OPERANDS, steps)), dtype=np.int64, count=n)
+    inputs = program.inputs
     encoded = program.encoded
-    if encoded is not None:  # made by the scheduler with the steps
+    if encoded is not None and encoded.ops is not None:  # made by the scheduler: no Step is read
+        n = encoded.n_steps
+        counts = np.frombuffer(encoded.counts, dtype=np.int64, count=n)
+        ops = encoded.ops if len(encoded.ops) == n else encoded.ops[:n]
         m = int(counts.sum())
-        codes = np.empty(m + len(encoded.output_operands), dtype=np.int64)
-        codes[:m] = np.frombuffer(encoded.operands, dtype=np.int64, count=m)
-        codes[m:] = encoded.output_operands
-        codes -= encoded.offset
-        refs, signs = codes >> 1, (codes & 1).astype(np.bool_)
+        words = np.empty(m + len(encoded.output_operands), dtype=np.int64)
+        words[:m] = np.frombuffer(encoded.operands, dtype=np.int64, count=m)
+        words[m:] = encoded.output_operands
+        words -= encoded.offset
+        refs, signs = words >> 1, (words & 1).astype(np.bool_)
+
+        def operand(j: int, i: int):  # a key equal where the Operands are equal
+            c = int(words[starts[j] + i])
+            k = -(c >> 1) - len(inputs) - 1
+            return Operand(CONST, encoded.constants[k]) if k >= 0 else c
+
+        def exponent(j: int) -> int | None:  # `power_exponent` of step j
+            k = -(int(words[starts[j] + 1]) >> 1) - len(inputs) - 1
+            return small_power(encoded.constants[k]) if k >= 0 else None
+
         refs, constants = _distinct(refs, len(inputs), encoded.constants)
     else:
+        steps = program.steps
+        n = len(steps)
+        counts = np.fromiter(map(len, map(_OPERANDS, steps)), dtype=np.int64, count=n)
+        ops = list(map(_OP, steps))
         found = _named(program)
         if found is None:
             return None
         refs, signs, constants = found
+
+        def operand(j: int, i: int):
+            return steps[j][2][i]
+
+        def exponent(j: int) -> int | None:
+            return power_exponent(steps[j])
+
+    starts = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(counts, out=starts[1:])
     kinds_of = _kinds_of(interpreter)
-    kinds = np.fromiter(map(kinds_of.get, map(_OP, steps), repeat(_REFUSED, n)), dtype=np.int64,
-                        count=n)
+    kinds = np.fromiter(map(kinds_of.get, ops, repeat(_REFUSED, n)), dtype=np.int64, count=n)
     aux = np.zeros(n, dtype=np.int64)
     if n and (counts.min() < 1 or kinds.min() == _REFUSED or (
             counts[kinds >= 0].max(initial=0) > 3) or np.any(counts[kinds == NEG_STEP] > 1)):
@@ -117,7 +143,7 @@ def encode(program: Program, interpreter: Interpreter) -> tuple[Any, ...] | None
     kid_of = {constant_key(value): k for k, value in enumerate(constants)} if np.any(
         kinds == _POW) else {}
     for j in np.flatnonzero(kinds == _POW).tolist():
-        k = power_exponent(steps[j]) if counts[j] == 2 else None
+        k = exponent(j) if counts[j] == 2 else None
         if k is not None:
             kinds[j], aux[j] = SMALL_POWER, k
             if one < 0:  # the index of 1.0 (`x**-k` is 1.0 / x**k), a new one if none
@@ -134,17 +160,15 @@ def encode(program: Program, interpreter: Interpreter) -> tuple[Any, ...] | None
         for j in np.flatnonzero((kinds == codes["sin"]) | (kinds == codes["cos"])).tolist():
             if counts[j] != 1:
                 return None
-            op, operand = steps[j][1], steps[j][2][0]
-            other = first.get(("cos" if op == "sin" else "sin", operand))
+            op, key = ops[j], operand(j, 0)
+            other = first.get(("cos" if op == "sin" else "sin", key))
             if other is None:
-                first[(op, operand)] = j
+                first[(op, key)] = j
                 continue
             if kinds[other] < 0:  # a third of one operand: `_sin_cos_pairs` would re-pair
                 return None
             kinds[other] = SINCOS_COS if op == "sin" else SINCOS_SIN
             kinds[j], aux[other] = PAIRED, j
-    starts = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(counts, out=starts[1:])
     structural = np.array([codes[name] for name in ("add", "mul", "neg", "div")],
                           dtype=np.int64)
     return ((kinds, aux, starts, refs, signs, len(inputs), len(constants), max(one, 0),
