@@ -25,6 +25,11 @@ symgraph generates or exports touches them. It checks itself before use:
   give the bits of plain ``@njit`` and NumPy (`check`; once per runtime, Numba and llvmlite:
   a passed probe is remembered; a cache hit compiles nothing and checks nothing).
 
+The lowering's own modules (`lowering`, `lanes`, `sums`, and through them the special
+functions) are imported by the typers, when Numba compiles: a process whose kernels all come
+from Numba's cache imports only this adapter, `real` and `claims` (1.2-1.7 ms of CPU, against
+2-5 ms with all of them, load ~3).
+
 When a check fails, a warning says why, and kernels compile with Numba's public API instead
 (`plain`): the same numbers, compiles up to ten times slower, batches row by row (and on one
 thread when the claims are not atomic, `ATOMIC`).
