@@ -205,8 +205,9 @@ def build(outputs: Sequence[Node], args: Sequence[Node], wrt: Sequence[Node], *,
     if chosen == TAPE:  # huge programs: one cached interpreter, no compile
         module, path = tape_module(folder, key, programs), None
     else:
+        kept = record.get("module") if source else None  # (read and checked: kept_source)
         source = source or render_source(programs, outputs, args, backend)
-        module, path = load_source(source, folder)
+        module, path = load_source(source, folder, kept=kept)
         backend.load(module)
     return _finish(Build(backend, chosen, products, programs, module, path, source, folder, key),
                    record)
@@ -266,6 +267,7 @@ class Deferred(MadeOnUse):
         self.rows_in_place = backend.rows_in_place  # the interpreter reads x first too
         name = record.get("interpreter")
         self._interpreter, self._interpreter_text = None, kept_source(folder, name)
+        self._interpreter_kept = name if self._interpreter_text is not None else None
         if self._interpreter_text is None:  # (rendered now: an op it lacks refuses here)
             outputs, args, _ = nodes
             self._interpreter_text = render_source(programs, outputs, args,
@@ -298,7 +300,7 @@ class Deferred(MadeOnUse):
             with interpret.switch_lock:
                 if self._interpreter is None:
                     self._interpreter = load_source(self._interpreter_text, self._folder,
-                                                    sync=False)[0]
+                                                    sync=False, kept=self._interpreter_kept)[0]
         return self._interpreter
 
     @property
@@ -323,13 +325,14 @@ class Deferred(MadeOnUse):
     def _make(self) -> Build:
         record, source = self._record, self._source
         outputs, args, wrt = self._nodes
+        kept = record.get("module") if source is not None else None  # (checked: kept_source)
         if source is None:  # the display comments the module shows, then its text
             programs = build_programs(outputs, args, wrt, products=self.products)
             source = render_source(programs, outputs, args, self.backend)
             record = {}
         else:
             programs = self.programs
-        module, path = load_source(source, self._folder)
+        module, path = load_source(source, self._folder, kept=kept)
         self.backend.load(module)
         built = Build(self.backend, STRAIGHT, self.products, programs, module, path, source,
                       self._folder, self._key)

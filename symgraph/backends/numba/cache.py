@@ -41,9 +41,9 @@ _lock = threading.Lock()
 def dispatchers_of(module: ModuleType, suffixes: tuple[str, ...] = ("",)) -> list[Any]:
     """The module's cached Numba dispatchers whose names end with one of `suffixes` (the entry
     points Python calls: functions they call come linked into their machine code)."""
-    return [value for name, value in vars(module).items()
-            if hasattr(value, "overloads") and getattr(value, "_cache", None) is not None
-            and name.endswith(suffixes)]
+    return [value for name, value in vars(module).items()  # (`_cache` first: asked for
+            if getattr(value, "_cache", None) is not None  # `overloads`, a deferred one is made)
+            and hasattr(value, "overloads") and name.endswith(suffixes)]
 
 
 def preload(dispatchers: Iterable[Any]) -> int:

@@ -10,6 +10,7 @@ Numba's, through Numba's public API alone. Compiled lazily, on a kernel's first 
 on disk like the kernels, with the cache set up on each function's first compile
 (`cache_files.cached_on_first_compile`): a process that only loads machine code they are
 linked into (a warm tape process) never compiles them, nor pays that set-up (1.3-1.8 ms).
+A warm process whose kernels call none of them never imports this module (2.2 ms of CPU).
 """
 
 from __future__ import annotations

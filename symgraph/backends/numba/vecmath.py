@@ -25,16 +25,18 @@ scalar fix-up loop that practice never enters, as `vsin_array` / `vcos_array` do
 
 Generated lane code calls these functions by name; the runtime's lowering inlines them from
 this file (symgraph.backends.numba.runtime.lowering). The select and bit casts they are built
-of (`_where`, `_bits`, `_float`) are single instructions from the runtime adapter.
+of (`_where`, `_bits`, `_float`) are single instructions from the runtime adapter. Each
+function's Numba dispatcher is made on its first use (`backends.numba.deferred`): a process
+that loads every kernel from Numba's cache never makes them (their import: 2-3 -> 0.7-1.2 ms
+of CPU, load ~3).
 """
 
 from __future__ import annotations
 
 import math
 
-from numba import njit
-
 from ...ir.cuberoot import cbrt as _cbrt
+from .deferred import jit as _jit  # njit, its dispatcher made on first use (cache hits: never)
 from .runtime.bits import _bits, _float, _fma, _mul_error, _where  # the adapter's (Numba internals)
 
 # Adding 1.5 * 2**52 rounds |y| < 2**51 to an integer held in the low bits of the sum: avoids
@@ -46,7 +48,7 @@ _LN2_LO = 5.497923018708371e-14  # ln 2 - _LN2_HI
 _LOG2E = 1.4426950408889634
 
 
-@njit(error_model="numpy", forceinline=True)
+@_jit(error_model="numpy", forceinline=True)
 def _exp_reduced(x):
     """x = n ln2 + (r + r_err) with |r| <= ln2/2 (r_err the rounding of r), and g(r) of degree
     10 with exp(r) = 1 + r + r^2 g(r) (by fused multiply-adds); n in the low bits of k (see
@@ -54,7 +56,7 @@ def _exp_reduced(x):
     return _exp_reduced_dd(x, 0.0)  # x - 0.0 is x: the same instructions
 
 
-@njit(error_model="numpy", forceinline=True)
+@_jit(error_model="numpy", forceinline=True)
 def _exp_reduced_dd(x, x_lo):
     """`_exp_reduced` of x + x_lo (a double-double, |x_lo| <= ulp(x)): x_lo joins r."""
     k = x * _LOG2E + _ROUNDER
@@ -76,7 +78,7 @@ def _exp_reduced_dd(x, x_lo):
     return k, r, r_err, g
 
 
-@njit(error_model="numpy", forceinline=True)
+@_jit(error_model="numpy", forceinline=True)
 def vexp(x: float) -> float:
     """exp(x). x = n ln2 + r, |r| <= ln2/2; exp(r) = 1 + r + r^2 g(r) with g of degree 10 and
     1 + r summed in double-double; times 2**n as two exact powers of two (one rounding, also
@@ -96,7 +98,7 @@ def vexp(x: float) -> float:
 _SQRT_HALF_BITS = 0x3FE6A09E667F3BCD
 
 
-@njit(error_model="numpy", forceinline=True)
+@_jit(error_model="numpy", forceinline=True)
 def _log_reduce(x):
     """(dk, f) with x = 2**dk (1 + f), 1 + f in [sqrt(1/2), sqrt(2)): log's argument reduction
     (subnormals scaled by 2**52 first), shared by `_log_kernel` and `_log_dd`."""
@@ -109,7 +111,7 @@ def _log_reduce(x):
     return _where(sub, dk - 52.0, dk), m - 1.0
 
 
-@njit(error_model="numpy", forceinline=True)
+@_jit(error_model="numpy", forceinline=True)
 def _log_series(z):
     """z R(z), fdlibm's degree-7 remainder of log m = 2 atanh(s) in z = s**2."""
     r = 0.14616451042434167
@@ -122,7 +124,7 @@ def _log_series(z):
     return r * z
 
 
-@njit(error_model="numpy", forceinline=True)
+@_jit(error_model="numpy", forceinline=True)
 def _log_kernel(x, corr):
     """log(x) + corr for a tiny correction `corr` (added before the final rounding). x = 2**e m,
     m in [sqrt(1/2), sqrt(2)); with f = m - 1 and s = f/(2+f),
@@ -138,7 +140,7 @@ def _log_kernel(x, corr):
     return _where(x < 0.0, math.nan, y)
 
 
-@njit(error_model="numpy", forceinline=True)
+@_jit(error_model="numpy", forceinline=True)
 def _log_dd(x):
     """log(x) = hi + lo for finite x > 0, to ~2**-59 relative: `_log_kernel`'s reduction, with
     s = f/(2+f) as a double-double (an exact product, `_mul_error`) and log m = 2s + s R(s^2)
@@ -165,7 +167,7 @@ def _log_dd(x):
 POW_LIMIT = 16.0  # vpow is within 1 ulp for |y log x| <= this (x > 0, both finite); see vpowoff
 
 
-@njit(error_model="numpy", forceinline=True)
+@_jit(error_model="numpy", forceinline=True)
 def vpow(x: float, y: float) -> float:
     """x**y for finite x > 0, |y| <= 1e290 and |y log x| <= POW_LIMIT (elsewhere unspecified:
     callers recompute where `vpowoff` is true, as vsin's do beyond SIN_COS_LIMIT). exp(y log x)
@@ -182,7 +184,7 @@ def vpow(x: float, y: float) -> float:
     return p * _float((ni + 1023) << 52)  # |n| <= 93: a normal power of two
 
 
-@njit(error_model="numpy", forceinline=True)
+@_jit(error_model="numpy", forceinline=True)
 def vpowoff(x: float, y: float) -> bool:
     """Whether vpow(x, y) is outside its range (x <= 0, inf, nan; y nan or |y| > 1e290;
     |y log x| > POW_LIMIT): a lane's flag for its libm fix-up."""
@@ -191,20 +193,20 @@ def vpowoff(x: float, y: float) -> bool:
             or abs(y) > 1.0e290 or abs(y * lh) > POW_LIMIT)
 
 
-@njit(error_model="numpy", forceinline=True)
+@_jit(error_model="numpy", forceinline=True)
 def vpowprev(x: float, y: float, p: float) -> float:
     """x**(y - 1) from p = x**y (the op table's pow_prev) for a normal p: p / x, within ~1.5
     ulp of the power (elsewhere unspecified: callers recompute where `vpowprevoff` is true)."""
     return p / x
 
 
-@njit(error_model="numpy", forceinline=True)
+@_jit(error_model="numpy", forceinline=True)
 def vpowprevoff(p: float) -> bool:
     """Whether p = x**y is no normal float (0, subnormal, inf, nan): vpowprev's lane flag."""
     return abs(p) < 2.2250738585072014e-308 or abs(p) > 1.7976931348623157e308 or p != p
 
 
-@njit(error_model="numpy", forceinline=True)
+@_jit(error_model="numpy", forceinline=True)
 def vhypot(x: float, y: float) -> float:
     """hypot(x, y): both scaled by a power of two when the larger is beyond 2**+-500, then
     x^2 + y^2 as a double-double (exact products, `_mul_error`), its square root and one Newton
@@ -236,7 +238,7 @@ def vhypot(x: float, y: float) -> float:
     return _where(b == math.inf, b, y_)
 
 
-@njit(error_model="numpy", forceinline=True)
+@_jit(error_model="numpy", forceinline=True)
 def _atan_parts(a):
     """atan(a) = head + tail for a >= 0 (fdlibm's scheme, its breakpoints chosen by selects):
     a = t below 7/16, else atan(a) = atan(c) + atan(t) with c = 1/2, 1, 3/2 or infinity and
@@ -273,7 +275,7 @@ def _atan_parts(a):
     return head, tail
 
 
-@njit(error_model="numpy", forceinline=True)
+@_jit(error_model="numpy", forceinline=True)
 def vatan(x: float) -> float:
     """atan(x) from `_atan_parts`. Max error 0.74 ulp (60,000 points vs mpmath)."""
     a = abs(x)
@@ -284,7 +286,7 @@ def vatan(x: float) -> float:
     return _where(x == 0.0, x, y)
 
 
-@njit(error_model="numpy", forceinline=True)
+@_jit(error_model="numpy", forceinline=True)
 def vatan2(y: float, x: float) -> float:
     """atan2(y, x) for finite nonzero x and y (elsewhere unspecified: callers recompute where
     `vatan2off`, as vsin's do): atan(|y|/|x|) with the quotient's rounding error added to the
@@ -306,20 +308,20 @@ def vatan2(y: float, x: float) -> float:
     return _where(y < 0.0, -r, r)
 
 
-@njit(error_model="numpy", forceinline=True)
+@_jit(error_model="numpy", forceinline=True)
 def vatan2off(y: float, x: float) -> bool:
     """Whether vatan2(y, x) is outside its range (x or y zero, inf or nan): a lane's flag."""
     return (x == 0.0 or y == 0.0 or x != x or y != y or abs(x) > 1.7976931348623157e308
             or abs(y) > 1.7976931348623157e308)
 
 
-@njit(error_model="numpy", forceinline=True)
+@_jit(error_model="numpy", forceinline=True)
 def vlog(x: float) -> float:
     """log(x), by `_log_kernel`. Max error 0.79 ulp (40,000 points vs mpmath)."""
     return _log_kernel(x, 0.0)
 
 
-@njit(error_model="numpy", forceinline=True)
+@_jit(error_model="numpy", forceinline=True)
 def _expm1_kernel(x):
     """expm1(x) = (hi + lo) * s1 * s2 for -45 <= x <= 710 (hi + lo a double-double, s1 s2 = 2**n).
     x = n ln2 + r as in vexp; expm1 = 2**n ((1 - 2**-n) + r + r^2 g(r)), summed in double-double
@@ -339,7 +341,7 @@ def _expm1_kernel(x):
     return y, y_lo, _float((n1 + 1023) << 52), _float((ni - n1 + 1023) << 52)
 
 
-@njit(error_model="numpy", forceinline=True)
+@_jit(error_model="numpy", forceinline=True)
 def vexpm1(x: float) -> float:
     """expm1(x) = exp(x) - 1, by `_expm1_kernel`. Max error 0.97 ulp (75,000 points, at
     x = 37.35)."""
@@ -349,7 +351,7 @@ def vexpm1(x: float) -> float:
     return _where(x == 0.0, x, y * s1 * s2)  # keeps -0.0
 
 
-@njit(error_model="numpy", forceinline=True)
+@_jit(error_model="numpy", forceinline=True)
 def vtanh(x: float) -> float:
     """tanh(x) = -m / (2 + m) with m = expm1(-2|x|) as a double-double from `_expm1_kernel`, and
     the quotient corrected once with an exact product (q * d - p by one fused multiply-add,
@@ -372,7 +374,7 @@ def vtanh(x: float) -> float:
     return _where(x == 0.0, x, t)  # keeps -0.0
 
 
-@njit(error_model="numpy", forceinline=True)
+@_jit(error_model="numpy", forceinline=True)
 def verf(x: float) -> float:
     """erf(x), for a = |x| in four pieces, all computed (lanes select theirs):
     a < 0.5: a + a Q(a^2), Q of degree 9; 0.5 <= a < 2: erf(m) + (a - m) F(a - m) around
@@ -444,7 +446,7 @@ def verf(x: float) -> float:
     return _where(x == 0.0, x, y)  # keeps -0.0
 
 
-@njit(error_model="numpy", forceinline=True)
+@_jit(error_model="numpy", forceinline=True)
 def vlog1p(x: float) -> float:
     """log1p(x) = log(u) + err/u where u + err = 1 + x exactly (TwoSum), by `_log_kernel`.
     Max error 0.71 ulp (40,000 points vs mpmath)."""
@@ -463,7 +465,7 @@ _PIO2_4 = -2.9407886655981304e-27
 _PIO2_5 = -4.7891979590619914e-36  # and the rest: pi/2 to 170 bits
 
 
-@njit(error_model="numpy", forceinline=True)
+@_jit(error_model="numpy", forceinline=True)
 def _sin_cos_reduced(x):
     """(k, sin r, cos r) for |x| <= SIN_COS_LIMIT: x = n pi/2 + r with r as a double-double
     exact to ~2**-120 (enough for the closest doubles to multiples of pi/2, |r| > 2**-61), n in
@@ -510,7 +512,7 @@ def _sin_cos_reduced(x):
     return k, sin_r, cos_r
 
 
-@njit(error_model="numpy", forceinline=True)
+@_jit(error_model="numpy", forceinline=True)
 def _in_quadrant(k, shift, sin_r, cos_r):
     """sin(x + shift pi/2) from `_sin_cos_reduced`: the quadrant's polynomial and sign."""
     quadrant = _bits(k) + shift  # the low bits of k are those of n
@@ -518,28 +520,28 @@ def _in_quadrant(k, shift, sin_r, cos_r):
     return _where((quadrant & 2) != 0, -y, y)
 
 
-@njit(error_model="numpy", forceinline=True)
+@_jit(error_model="numpy", forceinline=True)
 def _sin_cos(x, shift):
     """sin(x + shift pi/2) for |x| <= SIN_COS_LIMIT, with a final rounding."""
     k, sin_r, cos_r = _sin_cos_reduced(x)
     return _in_quadrant(k, shift, sin_r, cos_r)
 
 
-@njit(error_model="numpy", forceinline=True)
+@_jit(error_model="numpy", forceinline=True)
 def vsin(x: float) -> float:
     """sin(x) for |x| <= SIN_COS_LIMIT (beyond: unspecified, see `vsin_array`); nan for inf.
     Max error 0.74 ulp (66,000 points vs mpmath, with the doubles nearest to k pi/2)."""
     return _where(x == 0.0, x, _sin_cos(x, 0))  # keeps -0.0
 
 
-@njit(error_model="numpy", forceinline=True)
+@_jit(error_model="numpy", forceinline=True)
 def vcos(x: float) -> float:
     """cos(x) for |x| <= SIN_COS_LIMIT (beyond: unspecified, see `vcos_array`); nan for inf.
     Max error 0.73 ulp (66,000 points vs mpmath, with the doubles nearest to k pi/2)."""
     return _sin_cos(x, 1)
 
 
-@njit(error_model="numpy", forceinline=True)
+@_jit(error_model="numpy", forceinline=True)
 def vsincos(x: float) -> tuple[float, float]:
     """(sin(x), cos(x)), equal bit for bit to (vsin(x), vcos(x)), from one argument reduction:
     for a value and its derivative (reverse mode pairs sin(u) with cos(u))."""
@@ -548,7 +550,7 @@ def vsincos(x: float) -> tuple[float, float]:
                                                                                 cos_r)
 
 
-@njit(error_model="numpy")
+@_jit(error_model="numpy")
 def vsin_array(x, out):
     """out[:] = sin(x): the vector loop, then lanes beyond SIN_COS_LIMIT again with libm."""
     for j in range(x.size):
@@ -558,7 +560,7 @@ def vsin_array(x, out):
             out[j] = math.sin(x[j])
 
 
-@njit(error_model="numpy")
+@_jit(error_model="numpy")
 def vcos_array(x, out):
     """out[:] = cos(x): the vector loop, then lanes beyond SIN_COS_LIMIT again with libm."""
     for j in range(x.size):
@@ -569,7 +571,7 @@ def vcos_array(x, out):
 
 
 # cbrt, correctly rounded: the Python backend's function (its source is inlined like the others')
-vcbrt = njit(error_model="numpy", forceinline=True)(_cbrt)
+vcbrt = _jit(error_model="numpy", forceinline=True)(_cbrt)
 
 PUBLIC = ("vcbrt", "vexp", "vlog", "vexpm1", "vtanh", "verf", "vlog1p", "vsin", "vcos", "vsincos",
           "vpow", "vpowoff", "vpowprev", "vpowprevoff", "vhypot", "vatan", "vatan2", "vatan2off",

@@ -19,7 +19,6 @@ from llvmlite import ir
 from numba import types
 from numba.core import cgutils
 
-from ..special import external
 from . import transpose
 from .lowering import compile_steps
 
@@ -98,6 +97,8 @@ def _calls_compiled(loop, steps) -> bool:
     """Whether a loop (with the row's `steps`, for a fix-up loop) calls a compiled function
     (a special or user function): Numba's calling convention reaches the caller's own
     arguments, so such a loop stays in the kernel's function, not in a part."""
+    from ..special import external  # (here: a process that only loads kernels never needs it)
+
     trees = [loop, *(steps if isinstance(loop.body[0], ast.If) else [])]
     return any(isinstance(node, ast.Call) and (
         (isinstance(node.func, ast.Name) and external(node.func.id) is not None)

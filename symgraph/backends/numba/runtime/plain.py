@@ -12,7 +12,6 @@ from collections.abc import Callable
 
 import numpy as np
 from numba import njit
-from numba.np.unsafe.ndarray import to_fixed_tuple
 
 
 def steps_kernel(steps: Callable) -> Callable:
@@ -44,6 +43,8 @@ def point_kernel(steps: Callable) -> Callable:
 def floats_python(steps: Callable, count: int) -> Callable:
     """x -> (value, (g0, ..., g_{count-1})): the steps on the point x (a tuple of floats),
     their ``_out[0]`` and a tuple of ``_out[1]`` .. ``_out[count]``."""
+    from numba.np.unsafe.ndarray import to_fixed_tuple  # (here: a cache hit never needs it)
+
     row = steps_kernel(steps)
 
     def floats(x):
