@@ -42,8 +42,8 @@ from .choice import STRATEGIES, TAPE_THRESHOLD_OPS, choose_strategy
 from .encode import encode
 from .interpreter import Interpreter, interpreter_for, refusal
 from .module import LANE_BUDGET, Tape, TapeModule, lane_width, tape_text
-from .opcodes import NMUL, SINCOS, SUB
-from .passes import cluster_order, linear_scan, split_blocks
+from .opcodes import FUSED, NMUL, SINCOS, SUB
+from .passes import cluster_order, fuse, linear_scan, split_blocks
 
 __all__ = ["LANE_BUDGET", "STRATEGIES", "TAPE_THRESHOLD_OPS", "Tape", "TapeModule", "build_tape",
            "build_tape_module", "check_tape_ops", "choose_strategy", "lane_width",
@@ -281,7 +281,7 @@ def build_tape(program: Program, interpreter: Interpreter | None = None) -> Tape
     """The tape of one program, for `interpreter` (default: the op table's as it is now);
     raises NotImplementedError for an op the interpreter lacks."""
     interpreter = interpreter or interpreter_for()
-    preload([assemble, cluster_order, linear_scan, split_blocks])  # from Numba's cache
+    preload([assemble, fuse, cluster_order, linear_scan, split_blocks])  # from Numba's cache
     encoded = encode(program, interpreter)
     code = None
     if encoded is not None:  # the steps in integers, assembled by Numba (the same rows)
@@ -325,6 +325,7 @@ def _finished(program: Program, interpreter: Interpreter, code: np.ndarray, n_va
               constants: list[float], outputs: np.ndarray) -> Tape:
     """The tape of the builder's rows: clustered, registers assigned, cut into blocks."""
     n_fixed = len(program.inputs) + len(constants)
+    code = fuse(code, n_values, outputs, _fused_forms(interpreter))
     code = code[cluster_order(code, n_values, len(interpreter.names))]
     rows, out, n_registers = linear_scan(code, outputs, n_values, n_fixed)
     opcodes, targets = rows[:, 0].copy(), rows[:, 1].copy()
@@ -335,6 +336,17 @@ def _finished(program: Program, interpreter: Interpreter, code: np.ndarray, n_va
                 n_registers, opcodes, operands, targets, blocks,
                 np.array(constants, dtype=np.float64), out, step_of, program.steps,
                 interpreter)
+
+
+def _fused_forms(interpreter: Interpreter) -> np.ndarray:
+    """`fuse`'s table for `interpreter`: (fused code, producer code, consumer code, sides)."""
+    forms = getattr(interpreter, "_tape_fused_forms", None)
+    if forms is None:
+        codes = interpreter.codes
+        forms = np.array([(codes[name], codes[producer], codes[consumer], sides)
+                          for name, _, producer, consumer, sides in FUSED], dtype=np.int64)
+        interpreter._tape_fused_forms = forms  # (an attribute: interpreters are few, kept)
+    return forms
 
 
 # Per point and one thread, measured on the suite (x86-64, AVX-512): a loop over a straight-line
@@ -371,8 +383,8 @@ def precompile() -> int:
     this machine waits for it: ~10 s, once per machine, Numba and symgraph version (the first
     tape would pay it otherwise). Returns how many functions it compiled (0: all cached)."""
     interpreter = interpreter_for()
-    entry_points = (assemble, cluster_order, linear_scan, split_blocks, interpreter.run_row,
-                    interpreter.run_batch, interpreter.run_points)
+    entry_points = (assemble, fuse, cluster_order, linear_scan, split_blocks,
+                    interpreter.run_row, interpreter.run_batch, interpreter.run_points)
     preload(entry_points)
     before = sum(sum(f.stats.cache_misses.values()) for f in entry_points)
     a, b, t0, t1, t2, f = (Operand(NAME, name) for name in ("a", "b", "t0", "t1", "t2", "f"))

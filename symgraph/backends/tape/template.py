@@ -64,6 +64,8 @@ def run(opcodes, operands, targets, blocks, regs, gathered):
             for i in range(s, e):
                 regs[np.uint32(targets[i])] = (regs[np.uint32(operands[i, 0])]
                                                / regs[np.uint32(operands[i, 1])])
+        elif is_fused(op):
+            _fused_rows(op, regs, operands, targets, s, e)
         elif op == SINCOS:
             n = e - s
             second = gathered[MAX_BLOCK:]
@@ -142,6 +144,20 @@ def run_lanes(opcodes, operands, targets, blocks, regs, lanes):
                     _binary_in_place_right(op, regs[ai], t, lanes)
                 else:
                     _binary(op, regs[ai], regs[bi], t, lanes)
+        elif is_fused(op):
+            for i in range(s, e):
+                ti, ai = np.uint32(targets[i]), np.uint32(operands[i, 0])
+                bi, ci = np.uint32(operands[i, 1]), np.uint32(operands[i, 2])
+                t = regs[ti]
+                # A target that is an operand's row is passed as that operand (see above).
+                if ti == ai:
+                    _fused(op, t, regs[bi], regs[ci], t, lanes)
+                elif ti == bi:
+                    _fused(op, regs[ai], t, regs[ci], t, lanes)
+                elif ti == ci:
+                    _fused(op, regs[ai], regs[bi], t, t, lanes)
+                else:
+                    _fused(op, regs[ai], regs[bi], regs[ci], t, lanes)
         elif op == NEG:
             for i in range(s, e):
                 ti, ai = np.uint32(targets[i]), np.uint32(operands[i, 0])
