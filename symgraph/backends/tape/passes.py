@@ -304,7 +304,90 @@ def split_blocks(opcodes, operands, targets, n_registers, vector, max_block):
     return starts[:count + 1].copy()
 
 
+@njit(cache=True, nogil=True)
+def tape_values(opcodes, operands, targets, outputs, n_fixed, n_registers):
+    """A tape's instructions back as rows (op, dst, a, b, c, instruction) over values, each
+    write a new value, fixed registers r as ``-r - 1``, for `depth_first_order` and
+    `linear_scan`; and the outputs' values, the number of values, and whether the tape could be
+    read so (no read of a work register before its first write, no write of a fixed one)."""
+    n = opcodes.shape[0]
+    unset = -(n_registers + 1)
+    current = np.full(n_registers, unset, np.int64)
+    for r in range(n_fixed):
+        current[r] = -r - 1
+    code = np.zeros((n, 6), np.int64)
+    values = 0
+    for i in range(n):
+        op = opcodes[i]
+        code[i, 0], code[i, 5] = op, i
+        for s in range(2 if op == SINCOS else 3):  # (sincos: its c is a target)
+            v = current[operands[i, s]]
+            if v == unset:
+                return code, current[:0], 0, False
+            code[i, 2 + s] = v
+        if targets[i] < n_fixed or (op == SINCOS and operands[i, 2] < n_fixed):
+            return code, current[:0], 0, False
+        code[i, 1] = values
+        current[targets[i]] = values
+        values += 1
+        if op == SINCOS:  # its second target: a value of its own
+            code[i, 4] = values
+            current[operands[i, 2]] = values
+            values += 1
+    outs = np.empty(outputs.shape[0], np.int64)
+    for k in range(outputs.shape[0]):
+        outs[k] = current[outputs[k]]
+        if outs[k] == unset:
+            return code, current[:0], 0, False
+    return code, outs, values, True
+
+
+@njit(cache=True, nogil=True)
+def depth_first_order(code, n_values, outputs):
+    """An order of the rows (one write per value, as `tape_values` makes them) in which each
+    row comes right after the rows it needs that have not run yet: depth first from the
+    outputs (then any row no output needs), operands a, b, c in turn. Values live from their
+    write to a use close after, so a batch's register file (a row of lanes per register) stays
+    small and in cache; runs of one op are lost, which the lanes (a loop per instruction) do not
+    need."""
+    n = code.shape[0]
+    writer = np.full(n_values, -1, np.int64)
+    for i in range(n):
+        writer[code[i, 1]] = i
+        if code[i, 0] == SINCOS:
+            writer[code[i, 4]] = i
+    state = np.zeros(n, np.int8)  # 0 unseen, 1 on the stack, 2 placed
+    order = np.empty(n, np.int64)
+    stack, slot = np.empty(n, np.int64), np.empty(n, np.int64)
+    count = 0
+    for k in range(outputs.shape[0] + n):
+        if k < outputs.shape[0]:
+            root = writer[outputs[k]] if outputs[k] >= 0 else -1
+        else:
+            root = k - outputs.shape[0]
+        if root < 0 or state[root] != 0:
+            continue
+        top, stack[0], slot[0], state[root] = 0, root, 0, 1
+        while top >= 0:
+            i, s = stack[top], slot[top]
+            if s < 3:
+                slot[top] = s + 1
+                v = code[i, 2 + s]
+                if v >= 0 and not (s == 2 and code[i, 0] == SINCOS):
+                    j = writer[v]
+                    if state[j] == 0:
+                        top += 1
+                        stack[top], slot[top], state[j] = j, 0, 1
+            else:
+                order[count] = i
+                count += 1
+                state[i] = 2
+                top -= 1
+    return order
+
+
 # Numba's cache checks only this file; the machine code also holds `SINCOS`, a fixed code of
 # every interpreter (other opcodes come as arguments: the vector mask, the number of codes).
 checked(dispatchers_of(sys.modules[__name__]))  # callees load from their own files too
-drop_if_changed((fuse, cluster_order, linear_scan, split_blocks), (opcodes.__file__,))
+drop_if_changed((fuse, cluster_order, linear_scan, split_blocks, tape_values, depth_first_order),
+                (opcodes.__file__,))
