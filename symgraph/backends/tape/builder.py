@@ -18,13 +18,19 @@ steps: 0.3 s that way, 0.1 s the tape in all). n-ary sums and products become ch
 instructions evaluated left to right, and ``x**k`` for a literal integer ``0 < |k| <= 4``
 becomes multiplications: the same arithmetic, in the same order, as the straight-line kernels,
 so results are equal bit for bit (but for the vector ops, which use vecmath: see
-`symgraph.backends.tape.interpreter`). The instructions are then reordered so that equal ops
-run back to back where dependencies allow (`cluster_order`), registers are assigned by a linear
-scan (`linear_scan`): ``[inputs | constants | work]``, a value takes a free register at its
-first write and gives it back after its last use, so the file holds the live values, not the
-steps; and the runs of one op are cut into the interpreter's blocks (`split_blocks`). The
-passes (`passes.py`) are Numba functions (cached), so a 10^6-instruction tape builds in
-seconds.
+`symgraph.backends.tape.interpreter`). Pairs of arithmetic instructions where the second
+alone reads the first's result become one instruction on three operands (`fuse`: a*b + c,
+(a+b)+c, (a*b)*c, (a-b)-c, c - a*b; the same operations in the same order, so the same numbers
+bit for bit): value+grad of the families at ~3,000 ops take 25-50% fewer instructions
+(arrhenius@993 29,634 -> 19,520, cubic_eos@74 25,577 -> 13,000), the 50,000-node DAG's
+197,208 -> 132,800, its 1-point row 0.81 -> 0.65 ms (load 7). The instructions are then
+reordered so that equal ops run back to back where dependencies allow (`cluster_order`),
+registers are assigned by a linear scan (`linear_scan`): ``[inputs | constants | work]``, a
+value takes a free register at its first write and gives it back after its last use, so the
+file holds the live values, not the steps; and the runs of one op are cut into the
+interpreter's blocks (`split_blocks`). (A batch with a big register file runs a depth-first
+copy instead: `module.lane_tape`.) The passes (`passes.py`) are Numba functions (cached), so a
+10^6-instruction tape builds in seconds.
 """
 
 from __future__ import annotations
