@@ -47,9 +47,16 @@ from .assemble import ASSEMBLED, assemble
 from .choice import STRATEGIES, TAPE_THRESHOLD_OPS, choose_strategy
 from .encode import encode
 from .interpreter import Interpreter, interpreter_for, refusal
-from .module import LANE_BUDGET, Tape, TapeModule, lane_width, tape_text
+from .module import LANE_BUDGET, Tape, TapeModule, lane_tape, lane_width, tape_text
 from .opcodes import FUSED, NMUL, SINCOS, SUB
-from .passes import cluster_order, fuse, linear_scan, split_blocks
+from .passes import (
+    cluster_order,
+    depth_first_order,
+    fuse,
+    linear_scan,
+    split_blocks,
+    tape_values,
+)
 
 __all__ = ["LANE_BUDGET", "STRATEGIES", "TAPE_THRESHOLD_OPS", "Tape", "TapeModule", "build_tape",
            "build_tape_module", "check_tape_ops", "choose_strategy", "lane_width",
@@ -389,8 +396,9 @@ def precompile() -> int:
     this machine waits for it: ~10 s, once per machine, Numba and symgraph version (the first
     tape would pay it otherwise). Returns how many functions it compiled (0: all cached)."""
     interpreter = interpreter_for()
-    entry_points = (assemble, fuse, cluster_order, linear_scan, split_blocks,
-                    interpreter.run_row, interpreter.run_batch, interpreter.run_points)
+    entry_points = (assemble, fuse, cluster_order, linear_scan, split_blocks, tape_values,
+                    depth_first_order, interpreter.run_row, interpreter.run_batch,
+                    interpreter.run_points)
     preload(entry_points)
     before = sum(sum(f.stats.cache_misses.values()) for f in entry_points)
     a, b, t0, t1, t2, f = (Operand(NAME, name) for name in ("a", "b", "t0", "t1", "t2", "f"))
@@ -401,6 +409,7 @@ def precompile() -> int:
     X, OUT = np.ones((3, 2)), np.empty((3, 1))
     module.value_row(X[0], OUT[0])
     module.value_batch(X, OUT)  # lanes
+    lane_tape(tape)  # (big batches' depth-first copy)
     interpreter.run_points(*tape.arrays, X, OUT,
                            np.empty(tape.n_registers + 2 * interpreter.max_block))
     return sum(sum(f.stats.cache_misses.values()) for f in entry_points) - before
