@@ -378,8 +378,9 @@ def test_precompile_leaves_every_tape_entry_point_compiled_and_a_second_run_comp
 
     code, out, _ = run_main(capsys, "precompile")
     assert code == 0 and "compiled" in out
-    for function in (tape_passes.cluster_order, tape_passes.linear_scan,
-                     tape_passes.split_blocks, tape_interpreter.run_row,
+    for function in (tape_passes.fuse, tape_passes.cluster_order, tape_passes.linear_scan,
+                     tape_passes.split_blocks, tape_passes.tape_values,
+                     tape_passes.depth_first_order, tape_interpreter.run_row,
                      tape_interpreter.run_batch, tape_interpreter.run_points):
         assert function.overloads, function.__name__
     assert tape.precompile() == 0

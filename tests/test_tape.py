@@ -129,7 +129,8 @@ def _run_tape(module, name: str, X: np.ndarray, width: int) -> tuple[np.ndarray,
 def test_opcodes_are_the_tape_only_instructions_then_the_op_table_in_table_order():
     assert STANDARD.standard and STANDARD.names == (*TAPE_ONLY, *OPS)
     module = STANDARD.module
-    assert [getattr(module, n.upper()) for n in STANDARD.names] == list(range(len(OPS) + 3))
+    assert [getattr(module, n.upper()) for n in STANDARD.names] == list(
+        range(len(OPS) + len(TAPE_ONLY)))
 
 
 def test_each_op_is_computed_with_its_numba_template():
@@ -385,10 +386,11 @@ def test_registers_are_reused_along_a_long_chain():
     for i in range(5_000):
         u = apply(("sin", "cos", "tanh")[i % 3], u) * 0.5 + x
     value, value_grad = [build_tape(p) for p in build_programs([u], [x], [x], True, False)]
-    assert len(value.opcodes) == 15_000 and value.n_registers <= 4  # live values, not steps
+    # a link: the function, then `* 0.5 + x` fused into one muladd; live values, not steps
+    assert len(value.opcodes) == 10_000 and value.n_registers <= 4
     # Reverse mode keeps one forward value per link (cos(u), 1 - tanh(u)**2...) for the way
     # back; nothing else stays.
-    assert len(value_grad.opcodes) > 30_000 and value_grad.n_registers <= 5_000 + 10
+    assert len(value_grad.opcodes) > 20_000 and value_grad.n_registers <= 5_000 + 10
     assert value_grad.n_registers * lane_width(value_grad.n_registers) <= LANE_BUDGET
 
 

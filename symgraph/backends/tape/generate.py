@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from ..files import write_atomically
-from .opcodes import TAPE_ONLY, InstructionSet, calls, instruction_set
+from .opcodes import FUSED, FUSED_FIRST, InstructionSet, calls, instruction_set
 from .template import INTERPRETER
 
 _HEADER = '''\
@@ -50,7 +50,7 @@ _TAPE_ONLY_NOTE = """\
 # product with an odd number of negated factors (rounding is symmetric, so (-a) * b is -(a * b)
 # bit for bit): negations cost no instruction; `r_t, r_c = sincos(r_a)`, a value's sin and cos
 # from one argument reduction, for the pairs reverse mode makes (sin(u) and its derivative
-# cos(u)), its second target in its third operand slot.
+# cos(u)), its second target in its third operand slot; the fused instructions (`_fused`).
 """
 
 _APPLY = '''\
@@ -162,6 +162,7 @@ def interpreter_source(instructions: InstructionSet, vecmath_names: Iterable[str
         _VECTOR.format(vector=_fill(vector, "VECTOR_OPCODES = (", " " * 18, ")")),
         _unary(instructions),
         _lanes(instructions),
+        _fused(),
         INTERPRETER,
     ])
 
@@ -202,7 +203,7 @@ def _constants(instructions: InstructionSet) -> str:
 
 def _apply(instructions: InstructionSet) -> str:
     lines = []
-    for code, name in enumerate(instructions.names[len(TAPE_ONLY):], len(TAPE_ONLY)):
+    for code, name in enumerate(instructions.names[FUSED_FIRST:], FUSED_FIRST):
         lines += [f"    elif op == {name.upper()}:", f"        r = {instructions.scalar[code]}"]
     lines += ["    else:",
               "        r = math.nan  # unreachable: the builder emits only the opcodes above",
@@ -245,6 +246,52 @@ def _lanes(instructions: InstructionSet) -> str:
     listed = [n.upper() for n in instructions.lanes]
     codes_text = _fill(listed, "LANE_OPCODES = (", " " * 16, ",)" if len(listed) == 1 else ")")
     return _LANES.format(codes=codes_text) + _lines(lines)
+
+
+_FUSED_DOC = '''\
+# Fused instructions (`symgraph.backends.tape.opcodes.FUSED`, made by the tape's `fuse` pass):
+# two arithmetic instructions as one, the same operations in the same order. On the lanes, a
+# lane block is loaded and stored once instead of twice and one dispatch serves both.
+{codes}\
+_IS_FUSED = np.zeros(len(INSTRUCTION_NAMES), np.bool_)
+_IS_FUSED[list(FUSED_OPCODES)] = True
+
+
+@njit(error_model="numpy", inline="always")
+def is_fused(op):
+    return _IS_FUSED[op]
+
+
+@njit(error_model="numpy", inline="always")
+def _fused_rows(op, regs, operands, targets, s, e):
+    """The block s..e of fused instructions `op` on one point's registers `regs`."""
+'''
+
+_FUSED_LANES = '''\
+
+
+@njit(error_model="numpy", inline="always")
+def _fused(op, ra, rb, rc, rt, n):
+    """rt[:n] = op(ra[:n], rb[:n], rc[:n]) for a fused instruction: rt may be one of the
+    operands' arrays (the same object, so LLVM needs no overlap check for it)."""
+'''
+
+
+def _fused() -> str:
+    """`_fused_rows` and `_fused`: a loop per fused instruction (`opcodes.FUSED`)."""
+    names = [name.upper() for name, *_ in FUSED]
+    rows, lanes = [], []
+    for k, (name, form, *_) in enumerate(FUSED):
+        test = f"    {'elif' if k else 'if'} op == {name.upper()}:"
+        rows += [test, "        for i in range(s, e):",
+                 "            a, b, c = (regs[np.uint32(operands[i, 0])], "
+                 "regs[np.uint32(operands[i, 1])],",
+                 "                       regs[np.uint32(operands[i, 2])])",
+                 f"            regs[np.uint32(targets[i])] = {form.format(a='a', b='b', c='c')}"]
+        lanes += [test, "        for j in range(n):",
+                  f"            rt[j] = {form.format(a='ra[j]', b='rb[j]', c='rc[j]')}"]
+    codes = _fill(names, "FUSED_OPCODES = (", " " * 17, ")")
+    return (_FUSED_DOC.format(codes=codes) + _lines(rows) + _FUSED_LANES + _lines(lanes))
 
 
 def _operands(text: str, arity: int, indent: int) -> list[str]:

@@ -1,10 +1,10 @@
 """The tape's instruction set, derived from the op table: names, codes, arities, vector ops.
 
 Codes are stable: the tape-only instructions come first with fixed codes (`SUB`, `NMUL`,
-`SINCOS`), then the op table's entries in table order, so registering an op appends a code and
-never renumbers the others. (An op moved inside `symgraph.ir.ops` does renumber, which is
-harmless: the interpreter is generated from the table, and cached tapes are keyed by symgraph's
-code.)
+`SINCOS`, the `FUSED` ones), then the op table's entries in table order, so registering an op
+appends a code and never renumbers the others. (An op moved inside `symgraph.ir.ops` does
+renumber, which is harmless: the interpreter is generated from the table, and cached tapes are
+keyed by symgraph's code.)
 
 The vector ops, computed by the interpreter a block at a time with
 `symgraph.backends.numba.vecmath` instead of libm, are the one-operand ops whose ``lanes``
@@ -22,12 +22,26 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+# Two instructions made one by the tape's `fuse` pass (`symgraph.backends.tape.passes`): a
+# `producer` whose result only a `consumer` reads, (a op b) then t op c, becomes one instruction
+# on a, b, c: its expression, the two operations in the same order, so the numbers are the
+# same bit for bit (Numba contracts no a * b + c into an FMA without fastmath). `sides`: where
+# the producer's result may sit in the consumer, 1 left, 2 right, 3 either (c + t is t + c bit
+# for bit: IEEE addition and multiplication commute). The name, its expression on {a} {b} {c}.
+FUSED = (
+    ("add3", "{a} + {b} + {c}", "add", "add", 3),
+    ("mul3", "{a} * {b} * {c}", "mul", "mul", 3),
+    ("muladd", "{a} * {b} + {c}", "mul", "add", 3),
+    ("sub3", "{a} - {b} - {c}", "sub", "sub", 1),
+    ("mulsub", "{c} - {a} * {b}", "mul", "sub", 2),
+)
 # `r_t = r_a - r_b` (a sum term printed as subtraction), `r_t = -(r_a * r_b)` (a product with
-# an odd number of negated factors) and `r_t, r_c = sincos(r_a)` (sin and cos of one value,
-# its second target in the third operand slot).
-TAPE_ONLY = ("sub", "nmul", "sincos")
-TAPE_ONLY_ARITIES = (2, 2, 1)
-SUB, NMUL, SINCOS = range(len(TAPE_ONLY))
+# an odd number of negated factors), `r_t, r_c = sincos(r_a)` (sin and cos of one value, its
+# second target in the third operand slot), then the fused instructions.
+TAPE_ONLY = ("sub", "nmul", "sincos", *(name for name, *_ in FUSED))
+TAPE_ONLY_ARITIES = (2, 2, 1, *(3 for _ in FUSED))
+SUB, NMUL, SINCOS = range(3)
+FUSED_FIRST = 3  # fused instructions' codes: FUSED_FIRST ... FUSED_FIRST + len(FUSED) - 1
 # The ops the tape builder emits itself (chains, small powers, negations): every table has them.
 STRUCTURAL = ("add", "mul", "neg", "div")
 
@@ -37,8 +51,8 @@ RANGE_LIMITED = {"vsin": "SIN_COS_LIMIT", "vcos": "SIN_COS_LIMIT"}
 # `symgraph.backends.numba.batch.LIMITED`'s): lanes where it is true are recomputed with libm.
 FLAGGED = {"vpow": "vpowoff", "vatan2": "vatan2off"}
 # Names of the generated interpreter module that no op constant may take.
-RESERVED = frozenset({"ARITIES", "INSTRUCTION_NAMES", "LANE_OPCODES", "MAX_BLOCK", "SIMD",
-                      "SIN_COS_LIMIT", "TABLE", "VECTOR_OPCODES"})
+RESERVED = frozenset({"ARITIES", "FUSED_OPCODES", "INSTRUCTION_NAMES", "LANE_OPCODES",
+                      "MAX_BLOCK", "SIMD", "SIN_COS_LIMIT", "TABLE", "VECTOR_OPCODES"})
 _OPERANDS = ("a", "b", "c")
 
 
@@ -78,7 +92,7 @@ class InstructionSet:
                  lanes: Mapping[str, LaneForm] | None = None) -> None:
         self.names = names
         self.arities = arities  # operands read (a variadic op is chained: 2)
-        self.scalar = scalar  # per code: its `nb` template on a, b, c ("" for tape-only)
+        self.scalar = scalar  # per code: its `nb` template on a, b, c ("" for sub...sincos)
         self.vector = vector  # the vector ops, in code order (sincos not included)
         self.refused = refused  # ops of the table left out, and why
         self.preludes = preludes  # lines the scalar templates need (their ops' nb_prelude)
@@ -155,7 +169,8 @@ def _lane_form(spec: Any, arity: int, template: str, vecmath_names: frozenset[st
 def instruction_set(ops: Mapping[str, Any], vecmath_names: frozenset[str]) -> InstructionSet:
     """The instruction set of the op table `ops`; `vecmath_names` are the functions lane
     templates may call (those of `symgraph.backends.numba.vecmath`)."""
-    names, arities, scalar = list(TAPE_ONLY), list(TAPE_ONLY_ARITIES), [""] * len(TAPE_ONLY)
+    names, arities = list(TAPE_ONLY), list(TAPE_ONLY_ARITIES)
+    scalar = ["", "", ""] + [form.format(a="a", b="b", c="c") for _, form, *_ in FUSED]
     vector: dict[str, VectorForm] = {}
     lanes: dict[str, LaneForm] = {}
     refused: dict[str, str] = {}

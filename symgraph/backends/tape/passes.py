@@ -1,10 +1,11 @@
 """The tape builder's passes over instruction arrays, as Numba functions (compiled once per
-machine and cached), so a 10^6-instruction tape builds in seconds: `cluster_order` (equal ops
-back to back), `linear_scan` (registers for the live values) and `split_blocks` (the
-interpreter's blocks). Rows of `code` are (op, target, a, b, c[, step]) over value ids; a
-`sincos` row's c is its second target, not an operand. They serve the interpreters of every op
-table: `sincos` has a fixed code (`symgraph.backends.tape.opcodes`), and what depends on the
-table is passed in (the number of codes, which codes are vector ops).
+machine and cached), so a 10^6-instruction tape builds in seconds: `fuse` (two arithmetic
+instructions as one), `cluster_order` (equal ops back to back), `linear_scan` (registers for
+the live values) and `split_blocks` (the interpreter's blocks). Rows of `code` are (op, target,
+a, b, c[, step]) over value ids; a `sincos` row's c is its second target, not an operand. They
+serve the interpreters of every op table: `sincos` has a fixed code
+(`symgraph.backends.tape.opcodes`), and what depends on the table is passed in (the number of
+codes, which codes are vector ops, the fused forms' codes).
 """
 
 from __future__ import annotations
@@ -62,6 +63,63 @@ def _smallest(bits, summary, base, base1, s, remove):
 def _prefix_sums(counts):  # in place; np.cumsum's cached code would import Numba's arraymath
     for k in range(1, counts.size):
         counts[k] += counts[k - 1]
+
+
+@njit(cache=True, nogil=True)
+def fuse(code, n_values, outputs, forms):
+    """The rows (op, dst, a, b, c, step) with pairs made one instruction: a producer row i whose
+    result only a later consumer row j reads, ``t = a op b`` then ``u = t op' c`` (or ``c op'
+    t``), becomes ``u = fused(a, b, c)`` at j, i dropped, where `forms` has a row (fused code,
+    producer code, consumer code, sides: 1 t left, 2 t right, 3 either) for them. Only while a
+    and b still hold what i read (no write of them between i and j), and not for an output, a
+    value read twice by j (t * t), or a row fused already (three operands at most). Consumers
+    in order, each taking the first producer that fits: a chain of k links becomes k / 2.
+    """
+    n = code.shape[0]
+    writer = np.full(n_values, -1, np.int64)  # the row that wrote a value's current version
+    reads = np.zeros(n, np.int64)  # reads of the version row i wrote (an output counts 2)
+    for j in range(n):
+        for s in range(2, 5):
+            v = code[j, s]
+            if (v < 0 or (s == 4 and code[j, 0] == SINCOS)  # its second target
+                    or (s > 2 and v == code[j, 2]) or (s > 3 and v == code[j, 3])):
+                continue
+            if writer[v] >= 0:
+                reads[writer[v]] += 1
+        writer[code[j, 1]] = j
+        if code[j, 0] == SINCOS:
+            writer[code[j, 4]] = j
+    for v in outputs:
+        if v >= 0 and writer[v] >= 0:
+            reads[writer[v]] += 2
+    writer[:] = -1
+    keep = np.ones(n, np.bool_)
+    fused = np.zeros(n, np.bool_)
+    rows = code.copy()
+    for j in range(n):
+        op, x, y = code[j, 0], code[j, 2], code[j, 3]
+        for f in range(forms.shape[0]):
+            if fused[j]:
+                break
+            if op != forms[f, 2] or x == y:
+                continue
+            for side in range(1, 3):
+                t, other = (x, y) if side == 1 else (y, x)
+                if not forms[f, 3] & side or t < 0:
+                    continue
+                i = writer[t]
+                if i < 0 or fused[i] or code[i, 0] != forms[f, 1] or reads[i] != 1:
+                    continue
+                a, b = code[i, 2], code[i, 3]
+                if (a >= 0 and writer[a] > i) or (b >= 0 and writer[b] > i):
+                    continue  # rewritten since i read it (a chain's next link)
+                rows[j, 0], rows[j, 2], rows[j, 3], rows[j, 4] = forms[f, 0], a, b, other
+                keep[i], fused[j] = False, True
+                break
+        writer[code[j, 1]] = j
+        if op == SINCOS:
+            writer[code[j, 4]] = j
+    return rows[keep]
 
 
 @njit(cache=True, nogil=True)
@@ -246,7 +304,90 @@ def split_blocks(opcodes, operands, targets, n_registers, vector, max_block):
     return starts[:count + 1].copy()
 
 
+@njit(cache=True, nogil=True)
+def tape_values(opcodes, operands, targets, outputs, n_fixed, n_registers):
+    """A tape's instructions back as rows (op, dst, a, b, c, instruction) over values, each
+    write a new value, fixed registers r as ``-r - 1``, for `depth_first_order` and
+    `linear_scan`; and the outputs' values, the number of values, and whether the tape could be
+    read so (no read of a work register before its first write, no write of a fixed one)."""
+    n = opcodes.shape[0]
+    unset = -(n_registers + 1)
+    current = np.full(n_registers, unset, np.int64)
+    for r in range(n_fixed):
+        current[r] = -r - 1
+    code = np.zeros((n, 6), np.int64)
+    values = 0
+    for i in range(n):
+        op = opcodes[i]
+        code[i, 0], code[i, 5] = op, i
+        for s in range(2 if op == SINCOS else 3):  # (sincos: its c is a target)
+            v = current[operands[i, s]]
+            if v == unset:
+                return code, current[:0], 0, False
+            code[i, 2 + s] = v
+        if targets[i] < n_fixed or (op == SINCOS and operands[i, 2] < n_fixed):
+            return code, current[:0], 0, False
+        code[i, 1] = values
+        current[targets[i]] = values
+        values += 1
+        if op == SINCOS:  # its second target: a value of its own
+            code[i, 4] = values
+            current[operands[i, 2]] = values
+            values += 1
+    outs = np.empty(outputs.shape[0], np.int64)
+    for k in range(outputs.shape[0]):
+        outs[k] = current[outputs[k]]
+        if outs[k] == unset:
+            return code, current[:0], 0, False
+    return code, outs, values, True
+
+
+@njit(cache=True, nogil=True)
+def depth_first_order(code, n_values, outputs):
+    """An order of the rows (one write per value, as `tape_values` makes them) in which each
+    row comes right after the rows it needs that have not run yet: depth first from the
+    outputs (then any row no output needs), operands a, b, c in turn. Values live from their
+    write to a use close after, so a batch's register file (a row of lanes per register) stays
+    small and in cache; runs of one op are lost, which the lanes (a loop per instruction) do not
+    need."""
+    n = code.shape[0]
+    writer = np.full(n_values, -1, np.int64)
+    for i in range(n):
+        writer[code[i, 1]] = i
+        if code[i, 0] == SINCOS:
+            writer[code[i, 4]] = i
+    state = np.zeros(n, np.int8)  # 0 unseen, 1 on the stack, 2 placed
+    order = np.empty(n, np.int64)
+    stack, slot = np.empty(n, np.int64), np.empty(n, np.int64)
+    count = 0
+    for k in range(outputs.shape[0] + n):
+        if k < outputs.shape[0]:
+            root = writer[outputs[k]] if outputs[k] >= 0 else -1
+        else:
+            root = k - outputs.shape[0]
+        if root < 0 or state[root] != 0:
+            continue
+        top, stack[0], slot[0], state[root] = 0, root, 0, 1
+        while top >= 0:
+            i, s = stack[top], slot[top]
+            if s < 3:
+                slot[top] = s + 1
+                v = code[i, 2 + s]
+                if v >= 0 and not (s == 2 and code[i, 0] == SINCOS):
+                    j = writer[v]
+                    if state[j] == 0:
+                        top += 1
+                        stack[top], slot[top], state[j] = j, 0, 1
+            else:
+                order[count] = i
+                count += 1
+                state[i] = 2
+                top -= 1
+    return order
+
+
 # Numba's cache checks only this file; the machine code also holds `SINCOS`, a fixed code of
 # every interpreter (other opcodes come as arguments: the vector mask, the number of codes).
 checked(dispatchers_of(sys.modules[__name__]))  # callees load from their own files too
-drop_if_changed((cluster_order, linear_scan, split_blocks), (opcodes.__file__,))
+drop_if_changed((fuse, cluster_order, linear_scan, split_blocks, tape_values, depth_first_order),
+                (opcodes.__file__,))

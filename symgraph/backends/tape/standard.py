@@ -52,24 +52,26 @@ from symgraph.backends.numba.vecmath import (
 # product with an odd number of negated factors (rounding is symmetric, so (-a) * b is -(a * b)
 # bit for bit): negations cost no instruction; `r_t, r_c = sincos(r_a)`, a value's sin and cos
 # from one argument reduction, for the pairs reverse mode makes (sin(u) and its derivative
-# cos(u)), its second target in its third operand slot.
+# cos(u)), its second target in its third operand slot; the fused instructions (`_fused`).
 INSTRUCTION_NAMES = (
-    "sub", "nmul", "sincos", "add", "mul", "neg", "div", "pow", "lt", "le", "gt", "ge", "eq", "ne",
-    "where", "sqrt", "cbrt", "exp", "expm1", "log", "log1p", "log2", "log10", "sin", "cos", "tan",
-    "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "erf", "erfc", "abs",
-    "sign", "floor", "ceil", "relu", "sigmoid", "softplus", "min", "max", "atan2", "hypot", "gamma",
-    "lgamma", "digamma", "polygamma", "beta", "lbeta", "erfinv", "erfcinv", "besselj", "bessely",
-    "xlogy", "pow_prev",
+    "sub", "nmul", "sincos", "add3", "mul3", "muladd", "sub3", "mulsub", "add", "mul", "neg", "div",
+    "pow", "lt", "le", "gt", "ge", "eq", "ne", "where", "sqrt", "cbrt", "exp", "expm1", "log",
+    "log1p", "log2", "log10", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh",
+    "asinh", "acosh", "atanh", "erf", "erfc", "abs", "sign", "floor", "ceil", "relu", "sigmoid",
+    "softplus", "min", "max", "atan2", "hypot", "gamma", "lgamma", "digamma", "polygamma", "beta",
+    "lbeta", "erfinv", "erfcinv", "besselj", "bessely", "xlogy", "pow_prev",
 )
 ARITIES = (
-    2, 2, 1, 2, 2, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 1, 1, 1, 2, 2, 2, 1, 1, 2, 2, 2, 3,
+    2, 2, 1, 3, 3, 3, 3, 3, 2, 2, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 1, 1, 1, 2, 2, 2, 1, 1, 2, 2, 2,
+    3,
 )
-TABLE = "47433336b71f26c54b91b213"  # the digest of this instruction set
-(SUB, NMUL, SINCOS, ADD, MUL, NEG, DIV, POW, LT, LE, GT, GE, EQ, NE, WHERE, SQRT, CBRT, EXP, EXPM1,
- LOG, LOG1P, LOG2, LOG10, SIN, COS, TAN, ASIN, ACOS, ATAN, SINH, COSH, TANH, ASINH, ACOSH, ATANH,
- ERF, ERFC, ABS, SIGN, FLOOR, CEIL, RELU, SIGMOID, SOFTPLUS, MIN, MAX, ATAN2, HYPOT, GAMMA, LGAMMA,
- DIGAMMA, POLYGAMMA, BETA, LBETA, ERFINV, ERFCINV, BESSELJ, BESSELY, XLOGY, POW_PREV) = range(60)
+TABLE = "3ae066e9a5ee8fcf1176515a"  # the digest of this instruction set
+(SUB, NMUL, SINCOS, ADD3, MUL3, MULADD, SUB3, MULSUB, ADD, MUL, NEG, DIV, POW, LT, LE, GT, GE, EQ,
+ NE, WHERE, SQRT, CBRT, EXP, EXPM1, LOG, LOG1P, LOG2, LOG10, SIN, COS, TAN, ASIN, ACOS, ATAN, SINH,
+ COSH, TANH, ASINH, ACOSH, ATANH, ERF, ERFC, ABS, SIGN, FLOOR, CEIL, RELU, SIGMOID, SOFTPLUS, MIN,
+ MAX, ATAN2, HYPOT, GAMMA, LGAMMA, DIGAMMA, POLYGAMMA, BETA, LBETA, ERFINV, ERFCINV, BESSELJ,
+ BESSELY, XLOGY, POW_PREV) = range(65)
 
 
 @njit(error_model="numpy")
@@ -82,6 +84,16 @@ def apply(op, a, b, c):  # noqa: C901 - one flat dispatch is the point
         r = a - b
     elif op == NMUL:
         r = -(a * b)
+    elif op == ADD3:
+        r = a + b + c
+    elif op == MUL3:
+        r = a * b * c
+    elif op == MULADD:
+        r = a * b + c
+    elif op == SUB3:
+        r = a - b - c
+    elif op == MULSUB:
+        r = c - a * b
     elif op == ADD:
         r = a + b
     elif op == MUL:
@@ -515,6 +527,70 @@ def _lanes(op, ra, rb, rc, rt, n):  # noqa: C901 - one flat dispatch is the poin
             rt[j] = (c / a if abs(c) >= 2.2250738585072014e-308 and c - c == 0.0 else math.pow(a, b - 1.0))  # noqa: E501
 
 
+# Fused instructions (`symgraph.backends.tape.opcodes.FUSED`, made by the tape's `fuse` pass):
+# two arithmetic instructions as one, the same operations in the same order. On the lanes, a
+# lane block is loaded and stored once instead of twice and one dispatch serves both.
+FUSED_OPCODES = (ADD3, MUL3, MULADD, SUB3, MULSUB)
+_IS_FUSED = np.zeros(len(INSTRUCTION_NAMES), np.bool_)
+_IS_FUSED[list(FUSED_OPCODES)] = True
+
+
+@njit(error_model="numpy", inline="always")
+def is_fused(op):
+    return _IS_FUSED[op]
+
+
+@njit(error_model="numpy", inline="always")
+def _fused_rows(op, regs, operands, targets, s, e):
+    """The block s..e of fused instructions `op` on one point's registers `regs`."""
+    if op == ADD3:
+        for i in range(s, e):
+            a, b, c = (regs[np.uint32(operands[i, 0])], regs[np.uint32(operands[i, 1])],
+                       regs[np.uint32(operands[i, 2])])
+            regs[np.uint32(targets[i])] = a + b + c
+    elif op == MUL3:
+        for i in range(s, e):
+            a, b, c = (regs[np.uint32(operands[i, 0])], regs[np.uint32(operands[i, 1])],
+                       regs[np.uint32(operands[i, 2])])
+            regs[np.uint32(targets[i])] = a * b * c
+    elif op == MULADD:
+        for i in range(s, e):
+            a, b, c = (regs[np.uint32(operands[i, 0])], regs[np.uint32(operands[i, 1])],
+                       regs[np.uint32(operands[i, 2])])
+            regs[np.uint32(targets[i])] = a * b + c
+    elif op == SUB3:
+        for i in range(s, e):
+            a, b, c = (regs[np.uint32(operands[i, 0])], regs[np.uint32(operands[i, 1])],
+                       regs[np.uint32(operands[i, 2])])
+            regs[np.uint32(targets[i])] = a - b - c
+    elif op == MULSUB:
+        for i in range(s, e):
+            a, b, c = (regs[np.uint32(operands[i, 0])], regs[np.uint32(operands[i, 1])],
+                       regs[np.uint32(operands[i, 2])])
+            regs[np.uint32(targets[i])] = c - a * b
+
+
+@njit(error_model="numpy", inline="always")
+def _fused(op, ra, rb, rc, rt, n):
+    """rt[:n] = op(ra[:n], rb[:n], rc[:n]) for a fused instruction: rt may be one of the
+    operands' arrays (the same object, so LLVM needs no overlap check for it)."""
+    if op == ADD3:
+        for j in range(n):
+            rt[j] = ra[j] + rb[j] + rc[j]
+    elif op == MUL3:
+        for j in range(n):
+            rt[j] = ra[j] * rb[j] * rc[j]
+    elif op == MULADD:
+        for j in range(n):
+            rt[j] = ra[j] * rb[j] + rc[j]
+    elif op == SUB3:
+        for j in range(n):
+            rt[j] = ra[j] - rb[j] - rc[j]
+    elif op == MULSUB:
+        for j in range(n):
+            rt[j] = rc[j] - ra[j] * rb[j]
+
+
 @njit(error_model="numpy", inline="always")
 def _sincos(x, sin_out, cos_out, n):
     """sin_out[:n], cos_out[:n] = sin(x[:n]), cos(x[:n]) (x may be sin_out): vecmath's shared
@@ -569,6 +645,8 @@ def run(opcodes, operands, targets, blocks, regs, gathered):
             for i in range(s, e):
                 regs[np.uint32(targets[i])] = (regs[np.uint32(operands[i, 0])]
                                                / regs[np.uint32(operands[i, 1])])
+        elif is_fused(op):
+            _fused_rows(op, regs, operands, targets, s, e)
         elif op == SINCOS:
             n = e - s
             second = gathered[MAX_BLOCK:]
@@ -635,18 +713,43 @@ def run_lanes(opcodes, operands, targets, blocks, regs, lanes):
         if op == ADD or op == MUL or op == SUB or op == DIV or op == NMUL:
             for i in range(s, e):
                 ti, ai = np.uint32(targets[i]), np.uint32(operands[i, 0])
-                t, b = regs[ti], regs[np.uint32(operands[i, 1])]
-                # An in-place update gets its own loop: LLVM vectorises `t = a + b` only after
-                # a runtime check that t and a do not overlap, which t is a fails.
+                bi = np.uint32(operands[i, 1])
+                t = regs[ti]
+                # An in-place update gets its own loop, on the target's row passed as the
+                # operand too: LLVM vectorises `t = a + b` only after a runtime check that t
+                # and a, b do not overlap, which a row that is t fails (a scalar loop, 2.8x
+                # slower at 128 lanes: t is b in 30% of arrhenius@993's binary instructions).
                 if ti == ai:
-                    _binary_in_place(op, t, b, lanes)
+                    _binary_in_place(op, t, t if ti == bi else regs[bi], lanes)
+                elif ti == bi:
+                    _binary_in_place_right(op, regs[ai], t, lanes)
                 else:
-                    _binary(op, regs[ai], b, t, lanes)
+                    _binary(op, regs[ai], regs[bi], t, lanes)
+        elif is_fused(op):
+            for i in range(s, e):
+                ti, ai = np.uint32(targets[i]), np.uint32(operands[i, 0])
+                bi, ci = np.uint32(operands[i, 1]), np.uint32(operands[i, 2])
+                t = regs[ti]
+                # A target that is an operand's row is passed as that operand (see above).
+                if ti == ai:
+                    _fused(op, t, regs[bi], regs[ci], t, lanes)
+                elif ti == bi:
+                    _fused(op, regs[ai], t, regs[ci], t, lanes)
+                elif ti == ci:
+                    _fused(op, regs[ai], regs[bi], t, t, lanes)
+                else:
+                    _fused(op, regs[ai], regs[bi], regs[ci], t, lanes)
         elif op == NEG:
             for i in range(s, e):
-                t, a = regs[np.uint32(targets[i])], regs[np.uint32(operands[i, 0])]
-                for j in range(lanes):
-                    t[j] = -a[j]
+                ti, ai = np.uint32(targets[i]), np.uint32(operands[i, 0])
+                t = regs[ti]
+                if ti == ai:  # in place: one array, no overlap check (see above)
+                    for j in range(lanes):
+                        t[j] = -t[j]
+                else:
+                    a = regs[ai]
+                    for j in range(lanes):
+                        t[j] = -a[j]
         elif op == SINCOS:
             scratch = regs[regs.shape[0] - 1]  # a row of its own: no overlap for LLVM to check
             for i in range(s, e):
@@ -722,6 +825,26 @@ def _binary_in_place(op, t, b, n):
     else:
         for j in range(n):
             t[j] = t[j] / b[j]
+
+
+@njit(error_model="numpy", inline="always")
+def _binary_in_place_right(op, a, t, n):
+    # t = a op t; a + t and a * t are t + a and t * a bit for bit (IEEE arithmetic commutes)
+    if op == ADD:
+        for j in range(n):
+            t[j] = t[j] + a[j]
+    elif op == MUL:
+        for j in range(n):
+            t[j] = t[j] * a[j]
+    elif op == SUB:
+        for j in range(n):
+            t[j] = a[j] - t[j]
+    elif op == NMUL:
+        for j in range(n):
+            t[j] = -(t[j] * a[j])
+    else:
+        for j in range(n):
+            t[j] = a[j] / t[j]
 
 
 @njit(cache=True, error_model="numpy", nogil=True)
