@@ -302,11 +302,11 @@ def test_threads_remaking_collected_structures_at_once_get_one_node_each_and_lea
     interval = sys.getswitchinterval()
     sys.setswitchinterval(1e-6)
     try:
-        for trial in range(30):
+        for _ in range(30):
             made: list = [[] for _ in range(6)]
             barrier = threading.Barrier(6)
 
-            def work(into: list) -> None:
+            def work(into: list, barrier: threading.Barrier = barrier) -> None:
                 barrier.wait()
                 for k in range(40):  # each round's nodes die with the last list holding them
                     into.append(sg.sin(a * (k + 0.5)) + sg.cos(a) * (k + 0.5))
