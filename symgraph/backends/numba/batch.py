@@ -63,9 +63,9 @@ import re
 from dataclasses import replace
 
 from ...ir.ops import OPS
-from ...lower.schedule import CONST, NAME, Operand, Program, Step
+from ...lower.schedule import NAME, Operand, Program, Step
 from ..common import INDENT, operand_text, step_lines
-from .order import cut_run, few_live
+from .order import cut_run, few_live, is_vector_step, segments  # noqa: F401  (theirs)
 
 JIT = '@njit(cache=True, error_model="numpy")'
 # Batch kernels are loops over chunks that release the GIL; symgraph.batching shares a batch's
@@ -115,6 +115,12 @@ MIN_BLOCK = 16
 PART_STEPS = 300
 PARTS_ABOVE = 1200  # lines of loops a kernel keeps in one function (as all did before)
 INTERLEAVE_COST = 150  # vector segments up to this cost with a vecmath call: `latency_bound`
+# Past CALLS_ABOVE units of inline weight, a lane kernel's vecmath steps are each a loop of
+# their own over the block, slots in and out, that calls a function compiled once per kernel
+# for all its steps of one shape (runtime.lanes' `calls`): LLVM then optimises vexp's body
+# once, not once per exp step, and such a step weighs CALL_WEIGHT units, not VECMATH_WEIGHT.
+CALLS_ABOVE = 4_000
+CALL_WEIGHT = 2
 
 # Ops whose Numba template is arithmetic, an LLVM intrinsic (sqrt, fabs, floor) or a select
 # (the table's `vectorises`): loops of them vectorise. So do ops with a `lanes` template
@@ -129,12 +135,6 @@ LIMITED = {"vsin": f"abs({{0}}) > {SIN_COS_LIMIT!r}", "vcos": f"abs({{0}}) > {SI
 I1, I2 = INDENT, INDENT * 2
 
 
-def is_vector_step(step: Step) -> bool:
-    spec = OPS[step.op]
-    second = step.operands[1] if len(step.operands) > 1 else None
-    return spec.lane_step(second.value if second is not None and second.kind == CONST else None)
-
-
 def vecmath_calls(code: str) -> list[str]:
     """Names of the vecmath functions that lane code calls (``vexp(``...), in first-use order."""
     return list(dict.fromkeys(re.findall(r"\b(v[a-z0-9]+)\(", code)))
@@ -145,10 +145,27 @@ def _value(operand: Operand) -> str | None:
     return operand.value if operand.kind == NAME else None
 
 
+def vecmath_step(s: Step) -> bool:
+    """Whether a step's lane code calls a vecmath function."""
+    return bool(vecmath_calls(OPS[s.op].render("lanes", [operand_text(o) for o in s.operands])))
+
+
+def calls_vecmath(p: Program) -> bool:
+    """Whether `p`'s lane kernel calls its vecmath steps (one loop each, in a function of its
+    own that the kernel's steps of one shape share: runtime.lanes' `calls`) rather than
+    inlining them into its loops (see CALLS_ABOVE)."""
+    return len(p.steps) + VECMATH_WEIGHT * sum(map(vecmath_step, p.steps)) > CALLS_ABOVE
+
+
 def lane_weight(p: Program) -> int:
     """What a lane kernel of `p` costs to compile, in units of ~1-2 ms (see LANE_BUDGET)."""
-    return len(p.steps) + VECMATH_WEIGHT * sum(bool(vecmath_calls(OPS[s.op].render(
-        "lanes", [operand_text(o) for o in s.operands]))) for s in p.steps)
+    calls = sum(map(vecmath_step, p.steps))
+    inline = len(p.steps) + VECMATH_WEIGHT * calls
+    return inline if inline <= CALLS_ABOVE else len(p.steps) + CALL_WEIGHT * calls
+
+
+def _step_kind(s: Step) -> str:
+    return "call" if vecmath_step(s) else "vector" if is_vector_step(s) else "libm"
 
 
 def uses_lanes(p: Program) -> bool:
@@ -177,45 +194,7 @@ def latency_bound(p: Program, run: list[Step]) -> bool:
     pressure), hence the vecmath call and INTERLEAVE_COST."""
     if replace(p, steps=tuple(run)).cost > INTERLEAVE_COST:
         return False
-    return any(vecmath_calls(OPS[s.op].render("lanes", [operand_text(o) for o in s.operands]))
-               for s in run)
-
-
-def segments(p: Program, vector=is_vector_step) -> list[list[Step]]:
-    """Steps in a dependency-respecting order, cut into runs of one kind (`vector` or call).
-
-    Kahn's algorithm with one ready queue per kind, each in program order: drain one kind's
-    queue (steps made ready meanwhile join it), then switch kinds while the other has work.
-    """
-    index = {s.target: k for k, s in enumerate(p.steps)}
-    waiting = [0] * len(p.steps)
-    users: list[list[int]] = [[] for _ in p.steps]
-    for k, s in enumerate(p.steps):
-        for name in {_value(o) for o in s.operands} - {None}:
-            if name in index:
-                waiting[k] += 1
-                users[index[name]].append(k)
-    ready: dict[bool, list[int]] = {True: [], False: []}
-    for k, s in enumerate(p.steps):
-        if not waiting[k]:
-            ready[vector(s)].append(k)
-    kind = True
-    runs: list[list[Step]] = []
-    while ready[True] or ready[False]:
-        if not ready[kind]:
-            kind = not kind
-        queue, run = ready[kind], []
-        heapq.heapify(queue)
-        while queue:
-            k = heapq.heappop(queue)
-            run.append(p.steps[k])
-            for u in users[k]:
-                waiting[u] -= 1
-                if not waiting[u]:
-                    heapq.heappush(ready[vector(p.steps[u])], u)
-        runs.append(run)
-        kind = not kind
-    return runs
+    return any(map(vecmath_step, run))
 
 
 def _slots(p: Program, runs: list[list[Step]], direct_inputs: bool = False,
@@ -260,7 +239,14 @@ def _slots(p: Program, runs: list[list[Step]], direct_inputs: bool = False,
 
 def lane_kernel_lines(p: Program) -> list[str]:
     """The lane kernel, whatever the program's size (`batch_kernel_lines` chooses)."""
-    runs = [piece for run in segments(p) for piece in cut_run(few_live(run, p), p)]
+    called = calls_vecmath(p)
+    pieces: list[tuple[list[Step], bool]] = []  # (steps of a loop, whether a vecmath call)
+    for run in (segments(p, _step_kind, ("vector", "call", "libm")) if called else segments(p)):
+        if called and vecmath_step(run[0]):
+            pieces += [([s], True) for s in run]
+        else:
+            pieces += [(piece, False) for piece in cut_run(few_live(run, p), p)]
+    runs = [run for run, _ in pieces]
     widths = {name: width for name, width in (("_X", len(p.inputs)), ("_OUT", len(p.outputs)))
               if width <= MAX_CONSTANT_WIDTH}
     # Narrow rows are read and written where the segments need them: vector loads and stores
@@ -283,6 +269,7 @@ def lane_kernel_lines(p: Program) -> list[str]:
     size = [0]  # statements in the current function
     lines_in_loops = [0]
     halves: list[int] = []  # those run as two interleaved half-blocks (`latency_bound`)
+    calls: list[int] = []  # those of a vecmath step called (`calls_vecmath`)
 
     def loop(body: list[str], run: list[Step] | None = None) -> list[str]:
         if not body:
@@ -311,7 +298,7 @@ def lane_kernel_lines(p: Program) -> list[str]:
     lines += loop([f"{I2}{cell(name)} = _X[_s + _j, {k}]"
                    for k, name in enumerate(p.inputs) if name in slot]
                   + ([f"{I2}_F[_j] = False"] if limited else []))
-    for run in runs:
+    for run, call in pieces:
         mine = {s.target for s in run}
         reads = dict.fromkeys(name for s in run for name in map(_value, s.operands)
                               if (name in slot or name in column) and name not in mine)
@@ -325,7 +312,9 @@ def lane_kernel_lines(p: Program) -> list[str]:
             body += [f"{I2}_OUT[_s + _j, {k}] = {o}" for k, o in enumerate(results)
                      if o in mine]
             stored |= mine
-        lines += loop(body, run)
+        if call:
+            calls.append(loops[0])
+        lines += loop(body, None if call else run)
 
     def output(o: str) -> str:
         return cell(o) if o in slot else f"_X[_s + _j, {column[o]}]" if o in column else o
@@ -338,6 +327,7 @@ def lane_kernel_lines(p: Program) -> list[str]:
                     f"slots={count * block}, "
                     f"block={block}, chunk={CHUNK}, widths={widths}"
                     + (f", interleave={tuple(halves)}" if halves else "")
+                    + (f", calls={tuple(calls)}" if calls else "")
                     + (f", parts={tuple(parts)}" if len(parts) > 1 and lines_in_loops[0] >
                        PARTS_ABOVE else "") + ")", "", "",
                     *_chunks_kernel(p, CHUNK, [f"_{p.name}_lanes(_X, _OUT, _c)  # {p.name}_lanes "
