@@ -10,7 +10,8 @@ SLOT_BYTES) and runs each *segment* of the program (a run of steps) as one loop 
 * so are exp, log, pow, tanh, erf, sigmoid, softplus, expm1, log1p, sin, cos, atan, atan2
   and hypot: lane code calls
   symgraph.backends.numba.vecmath's ``vexp``, ``vlog``... (the op table's ``lanes`` templates),
-  straight-line code that the runtime's lowering inlines from vecmath itself;
+  straight-line code that the runtime's lowering inlines from vecmath itself (in a big kernel,
+  `calls_vecmath`, once per shape of step, in a function that the step's own loop calls);
 * segments holding libm calls stay scalar, but their iterations are independent points, so the
   CPU overlaps calls that are a dependent chain within one point.
 
@@ -46,7 +47,8 @@ vectorised), and a last loop recomputes the flagged points with the row kernel's
 nan arguments give nan either way). So a point's result never
 depends on the other points of its batch. Programs without a vector step, and large ones
 (past LANE_BUDGET: compile time), keep the per-point loop over the row kernel. Big programs
-compile as several small functions (`cut_run`, PART_STEPS), so compile time stays linear.
+compile as several small functions (`cut_run`, PART_STEPS), and call their vecmath steps
+(CALLS_ABOVE), so compile time stays about linear.
 
 Either way the compiled entry point is ``NAME_chunks(_X, _OUT, _claims)``: it claims chunks of
 the batch one at a time (the runtime's ``fetch_add``, an atomic add on ``_claims[0]``), counts
@@ -87,19 +89,30 @@ CHUNK_WORK = 200_000
 # (batching.run_shared): a thread held up by another process is not spun for.
 SPINS = 1 << 16
 # The compile budget, in `lane_weight` (steps, plus VECMATH_WEIGHT more for each step that
-# inlines a vecmath function): chunked lane kernels (LOOP_STEPS, PART_STEPS) compile in about
-# 1-2 ms of CPU per unit, linear in size (FIT, one core at load ~5: gauss_loglik@250 1,985
-# units 1.4-2.5 s, mlp_loss@37 6,083 8 s, logistic_regression@134 7,232 10 s, weibull@148
-# 10,833 14-16 s, arrhenius@313 12,549 13 s; VECMATH_WEIGHT fitted to those), and run 2-6x
-# faster than the tape's lanes or the per-point loop that bigger programs get (weibull@148:
-# 1.7-2.5 us a point against the tape's 16 us). The budget takes every FIT family at ~1,000
-# operations (value+gradient programs of 2,000-6,600 steps): ~10 s on an idle core, the
-# price of lanes that SymEngine's LLVM kernels (0.3-2 s to compile) cannot match; programs
-# past it compile the per-point loop or run on the tape. (Until now: at most 1,200 steps.)
-# Measured with benchmarks.run at ~1,000 operations (8 FIT + 6 VALIDATE families, load ~6):
-# batch 1 core vs SymEngine's LLVM 0.36-0.40x -> 1.63-9.6x (FIT min 1.63, held out 1.79);
-# the switch to compiled kernels (row, point and lane kernels of both programs, wall time)
-# 10-99 s, where interpret-first (runtime.interpret.LANE_MS_PER_UNIT) makes it wait.
+# inlines a vecmath function, CALL_WEIGHT more for each one a big kernel calls): chunked lane
+# kernels (LOOP_STEPS, PART_STEPS) compile in about 1-2 ms of CPU per unit when they inline
+# vecmath (FIT, one core at load ~5: gauss_loglik@250 1,985 units 1.4-2.5 s, mlp_loss@37 6,083
+# 8 s, logistic_regression@134 7,232 10 s, weibull@148 10,833 14-16 s, arrhenius@313 12,549
+# 13 s; VECMATH_WEIGHT fitted to those), and run 2-6x faster than the tape's lanes or the
+# per-point loop that bigger programs get (weibull@148: 1.7-2.5 us a point against the
+# tape's 16 us). The budget is ~10 s on an idle core, the price of lanes that SymEngine's
+# LLVM kernels (0.3-2 s to compile at ~1,000 operations) cannot match; programs past it
+# compile the per-point loop or run on the tape.
+# Refitted for called vecmath (CALLS_ABOVE) on FIT families at ~3,000 operations, batch
+# kernel CPU time in a fresh process (load 3-6): gauss_loglik@840 6,236 units 4.2 s,
+# weibull@463 8,174 7.4 s, logistic_regression@416 9,155 5.1 s, mlp_loss@112 9,433 6.2 s,
+# option_portfolio@200 11,521 7.2 s: 0.55-0.9 ms a unit (CALL_WEIGHT 4 fitted to those; 2-5
+# apart). The same 13,000 units (~10 s) now take every FIT family at ~3,000 operations but
+# two whose programs keep many values alive, where compile time grows faster than the
+# weight (register allocation of loops with hundreds of live slots): product_chain@1000
+# 17,061 units 40 s, arrhenius@993 22,399 units 41 s; at ~5,000 operations only a few.
+# (Before: every FIT family at ~1,000 operations, at ~3,000 none but gauss_loglik.)
+# Measured with benchmarks.run at ~3,000 operations (load 4-9 while symgraph ran, 1.5-2x
+# SymEngine's), batch 1 core vs SymEngine's LLVM: FIT weibull@463 3.9x, logistic_regression@416
+# 2.35x, mlp_loss@112 9.8x, gauss_loglik@840 1.55x; VALIDATE (the tape's lanes before, ~1.0x for
+# student_t) student_t@444 2.02x, poisson_glm@533 2.07x, einstein_solid@375 2.17x. Past the
+# budget, lanes forced: cubic_eos@74 (VALIDATE) 1.63x (tape 0.38-0.92x), arrhenius@993 (FIT)
+# 0.75-1.15x (tape 0.29x); both also past tape.choice.STRAIGHT_MAX_OPS (their row kernels).
 LANE_BUDGET = 13_000
 VECMATH_WEIGHT = 20
 # Bytes of slots a block may use: past about L1, a block has fewer points (at least MIN_BLOCK,
@@ -120,7 +133,7 @@ INTERLEAVE_COST = 150  # vector segments up to this cost with a vecmath call: `l
 # for all its steps of one shape (runtime.lanes' `calls`): LLVM then optimises vexp's body
 # once, not once per exp step, and such a step weighs CALL_WEIGHT units, not VECMATH_WEIGHT.
 CALLS_ABOVE = 4_000
-CALL_WEIGHT = 2
+CALL_WEIGHT = 4
 
 # Ops whose Numba template is arithmetic, an LLVM intrinsic (sqrt, fabs, floor) or a select
 # (the table's `vectorises`): loops of them vectorise. So do ops with a `lanes` template
