@@ -62,10 +62,12 @@ COMPILED_ROW_CALL_NS, COMPILED_ROW_NS_PER_OP, COMPILED_NS_PER_OP = 300.0, 0.5, 0
 COMPILE_MS, COMPILE_MS_PER_OP, FIRST_COMPILE_MS = 150.0, 0.25, 400.0
 LOAD_MS, LOAD_MS_PER_OP, FIRST_LOAD_MS = 2.0, 0.015, 30.0
 # The lane kernels of big programs (past the 1,200 steps COMPILE_MS_PER_OP was fitted with,
-# up to backends.numba.batch.LANE_BUDGET) compile in ~1-2 ms of CPU per unit of their
-# `lane_weight` (FIT, one core at load ~5: gauss_loglik@250 1,985 units 1.4-2.5 s, weibull@148
-# 10,833 units 14-16 s): the switch costs at least that much.
-LANE_MS_PER_UNIT = 1.0
+# up to backends.numba.batch.LANE_BUDGET) compile in ~0.55-0.9 ms of CPU per unit of their
+# `lane_weight` since big ones call their vecmath steps (batch.CALLS_ABOVE; FIT, one core in
+# a fresh process at load 3-6: gauss_loglik@840 6,236 units 4.2 s, weibull@463 8,174 7.4 s,
+# logistic_regression@416 9,155 5.1 s, mlp_loss@112 9,433 6.2 s, option_portfolio@200 11,521
+# 7.2 s): the switch costs at least that much.
+LANE_MS_PER_UNIT = 0.8
 # A program whose batches run on the tape's lanes (too big for lane kernels, heavy in exp/log)
 # loads the tape's interpreter at its first compiled batch too, the first time in a process
 # (its module's ~90 cache=True functions and its machine code: weibull@148, ~30 ms at load ~4).

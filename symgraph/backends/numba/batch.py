@@ -10,7 +10,8 @@ SLOT_BYTES) and runs each *segment* of the program (a run of steps) as one loop 
 * so are exp, log, pow, tanh, erf, sigmoid, softplus, expm1, log1p, sin, cos, atan, atan2
   and hypot: lane code calls
   symgraph.backends.numba.vecmath's ``vexp``, ``vlog``... (the op table's ``lanes`` templates),
-  straight-line code that the runtime's lowering inlines from vecmath itself;
+  straight-line code that the runtime's lowering inlines from vecmath itself (in a big kernel,
+  `calls_vecmath`, once per shape of step, in a function that the step's own loop calls);
 * segments holding libm calls stay scalar, but their iterations are independent points, so the
   CPU overlaps calls that are a dependent chain within one point.
 
@@ -46,7 +47,8 @@ vectorised), and a last loop recomputes the flagged points with the row kernel's
 nan arguments give nan either way). So a point's result never
 depends on the other points of its batch. Programs without a vector step, and large ones
 (past LANE_BUDGET: compile time), keep the per-point loop over the row kernel. Big programs
-compile as several small functions (`cut_run`, PART_STEPS), so compile time stays linear.
+compile as several small functions (`cut_run`, PART_STEPS), and call their vecmath steps
+(CALLS_ABOVE), so compile time stays about linear.
 
 Either way the compiled entry point is ``NAME_chunks(_X, _OUT, _claims)``: it claims chunks of
 the batch one at a time (the runtime's ``fetch_add``, an atomic add on ``_claims[0]``), counts
@@ -63,9 +65,9 @@ import re
 from dataclasses import replace
 
 from ...ir.ops import OPS
-from ...lower.schedule import CONST, NAME, Operand, Program, Step
+from ...lower.schedule import NAME, Operand, Program, Step
 from ..common import INDENT, operand_text, step_lines
-from .order import cut_run, few_live
+from .order import cut_run, few_live, is_vector_step, segments  # noqa: F401  (theirs)
 
 JIT = '@njit(cache=True, error_model="numpy")'
 # Batch kernels are loops over chunks that release the GIL; symgraph.batching shares a batch's
@@ -87,19 +89,30 @@ CHUNK_WORK = 200_000
 # (batching.run_shared): a thread held up by another process is not spun for.
 SPINS = 1 << 16
 # The compile budget, in `lane_weight` (steps, plus VECMATH_WEIGHT more for each step that
-# inlines a vecmath function): chunked lane kernels (LOOP_STEPS, PART_STEPS) compile in about
-# 1-2 ms of CPU per unit, linear in size (FIT, one core at load ~5: gauss_loglik@250 1,985
-# units 1.4-2.5 s, mlp_loss@37 6,083 8 s, logistic_regression@134 7,232 10 s, weibull@148
-# 10,833 14-16 s, arrhenius@313 12,549 13 s; VECMATH_WEIGHT fitted to those), and run 2-6x
-# faster than the tape's lanes or the per-point loop that bigger programs get (weibull@148:
-# 1.7-2.5 us a point against the tape's 16 us). The budget takes every FIT family at ~1,000
-# operations (value+gradient programs of 2,000-6,600 steps): ~10 s on an idle core, the
-# price of lanes that SymEngine's LLVM kernels (0.3-2 s to compile) cannot match; programs
-# past it compile the per-point loop or run on the tape. (Until now: at most 1,200 steps.)
-# Measured with benchmarks.run at ~1,000 operations (8 FIT + 6 VALIDATE families, load ~6):
-# batch 1 core vs SymEngine's LLVM 0.36-0.40x -> 1.63-9.6x (FIT min 1.63, held out 1.79);
-# the switch to compiled kernels (row, point and lane kernels of both programs, wall time)
-# 10-99 s, where interpret-first (runtime.interpret.LANE_MS_PER_UNIT) makes it wait.
+# inlines a vecmath function, CALL_WEIGHT more for each one a big kernel calls): chunked lane
+# kernels (LOOP_STEPS, PART_STEPS) compile in about 1-2 ms of CPU per unit when they inline
+# vecmath (FIT, one core at load ~5: gauss_loglik@250 1,985 units 1.4-2.5 s, mlp_loss@37 6,083
+# 8 s, logistic_regression@134 7,232 10 s, weibull@148 10,833 14-16 s, arrhenius@313 12,549
+# 13 s; VECMATH_WEIGHT fitted to those), and run 2-6x faster than the tape's lanes or the
+# per-point loop that bigger programs get (weibull@148: 1.7-2.5 us a point against the
+# tape's 16 us). The budget is ~10 s on an idle core, the price of lanes that SymEngine's
+# LLVM kernels (0.3-2 s to compile at ~1,000 operations) cannot match; programs past it
+# compile the per-point loop or run on the tape.
+# Refitted for called vecmath (CALLS_ABOVE) on FIT families at ~3,000 operations, batch
+# kernel CPU time in a fresh process (load 3-6): gauss_loglik@840 6,236 units 4.2 s,
+# weibull@463 8,174 7.4 s, logistic_regression@416 9,155 5.1 s, mlp_loss@112 9,433 6.2 s,
+# option_portfolio@200 11,521 7.2 s: 0.55-0.9 ms a unit (CALL_WEIGHT 4 fitted to those; 2-5
+# apart). The same 13,000 units (~10 s) now take every FIT family at ~3,000 operations but
+# two whose programs keep many values alive, where compile time grows faster than the
+# weight (register allocation of loops with hundreds of live slots): product_chain@1000
+# 17,061 units 40 s, arrhenius@993 22,399 units 41 s; at ~5,000 operations only a few.
+# (Before: every FIT family at ~1,000 operations, at ~3,000 none but gauss_loglik.)
+# Measured with benchmarks.run at ~3,000 operations (load 4-9 while symgraph ran, 1.5-2x
+# SymEngine's), batch 1 core vs SymEngine's LLVM: FIT weibull@463 3.9x, logistic_regression@416
+# 2.35x, mlp_loss@112 9.8x, gauss_loglik@840 1.55x; VALIDATE (the tape's lanes before, ~1.0x for
+# student_t) student_t@444 2.02x, poisson_glm@533 2.07x, einstein_solid@375 2.17x. Past the
+# budget, lanes forced: cubic_eos@74 (VALIDATE) 1.63x (tape 0.38-0.92x), arrhenius@993 (FIT)
+# 0.75-1.15x (tape 0.29x); both also past tape.choice.STRAIGHT_MAX_OPS (their row kernels).
 LANE_BUDGET = 13_000
 VECMATH_WEIGHT = 20
 # Bytes of slots a block may use: past about L1, a block has fewer points (at least MIN_BLOCK,
@@ -115,6 +128,16 @@ MIN_BLOCK = 16
 PART_STEPS = 300
 PARTS_ABOVE = 1200  # lines of loops a kernel keeps in one function (as all did before)
 INTERLEAVE_COST = 150  # vector segments up to this cost with a vecmath call: `latency_bound`
+# Past CALLS_ABOVE units of inline weight, a lane kernel's vecmath steps are each a loop of
+# their own over the block, slots in and out, that calls a function compiled once per kernel
+# for all its steps of one shape (runtime.lanes' `calls`): LLVM then optimises vexp's body
+# once, not once per exp step, and such a step weighs CALL_WEIGHT units, not VECMATH_WEIGHT.
+# FIT, one process, both kernels interleaved (load ~5.3): weibull@148 (1,499 steps, 291
+# vecmath) compiles in 5.44 -> 1.83 s of CPU and runs at 0.556 -> 0.616 us a point,
+# logistic_regression@134 4.56 -> 1.58 s, 0.564 -> 0.557 us; the same bits. Smaller kernels,
+# fitted inline (and interleaved: `latency_bound`), keep inlining.
+CALLS_ABOVE = 4_000
+CALL_WEIGHT = 4
 
 # Ops whose Numba template is arithmetic, an LLVM intrinsic (sqrt, fabs, floor) or a select
 # (the table's `vectorises`): loops of them vectorise. So do ops with a `lanes` template
@@ -129,12 +152,6 @@ LIMITED = {"vsin": f"abs({{0}}) > {SIN_COS_LIMIT!r}", "vcos": f"abs({{0}}) > {SI
 I1, I2 = INDENT, INDENT * 2
 
 
-def is_vector_step(step: Step) -> bool:
-    spec = OPS[step.op]
-    second = step.operands[1] if len(step.operands) > 1 else None
-    return spec.lane_step(second.value if second is not None and second.kind == CONST else None)
-
-
 def vecmath_calls(code: str) -> list[str]:
     """Names of the vecmath functions that lane code calls (``vexp(``...), in first-use order."""
     return list(dict.fromkeys(re.findall(r"\b(v[a-z0-9]+)\(", code)))
@@ -145,10 +162,27 @@ def _value(operand: Operand) -> str | None:
     return operand.value if operand.kind == NAME else None
 
 
+def vecmath_step(s: Step) -> bool:
+    """Whether a step's lane code calls a vecmath function."""
+    return bool(vecmath_calls(OPS[s.op].render("lanes", [operand_text(o) for o in s.operands])))
+
+
+def calls_vecmath(p: Program) -> bool:
+    """Whether `p`'s lane kernel calls its vecmath steps (one loop each, in a function of its
+    own that the kernel's steps of one shape share: runtime.lanes' `calls`) rather than
+    inlining them into its loops (see CALLS_ABOVE)."""
+    return len(p.steps) + VECMATH_WEIGHT * sum(map(vecmath_step, p.steps)) > CALLS_ABOVE
+
+
 def lane_weight(p: Program) -> int:
     """What a lane kernel of `p` costs to compile, in units of ~1-2 ms (see LANE_BUDGET)."""
-    return len(p.steps) + VECMATH_WEIGHT * sum(bool(vecmath_calls(OPS[s.op].render(
-        "lanes", [operand_text(o) for o in s.operands]))) for s in p.steps)
+    calls = sum(map(vecmath_step, p.steps))
+    inline = len(p.steps) + VECMATH_WEIGHT * calls
+    return inline if inline <= CALLS_ABOVE else len(p.steps) + CALL_WEIGHT * calls
+
+
+def _step_kind(s: Step) -> str:
+    return "call" if vecmath_step(s) else "vector" if is_vector_step(s) else "libm"
 
 
 def uses_lanes(p: Program) -> bool:
@@ -177,45 +211,7 @@ def latency_bound(p: Program, run: list[Step]) -> bool:
     pressure), hence the vecmath call and INTERLEAVE_COST."""
     if replace(p, steps=tuple(run)).cost > INTERLEAVE_COST:
         return False
-    return any(vecmath_calls(OPS[s.op].render("lanes", [operand_text(o) for o in s.operands]))
-               for s in run)
-
-
-def segments(p: Program, vector=is_vector_step) -> list[list[Step]]:
-    """Steps in a dependency-respecting order, cut into runs of one kind (`vector` or call).
-
-    Kahn's algorithm with one ready queue per kind, each in program order: drain one kind's
-    queue (steps made ready meanwhile join it), then switch kinds while the other has work.
-    """
-    index = {s.target: k for k, s in enumerate(p.steps)}
-    waiting = [0] * len(p.steps)
-    users: list[list[int]] = [[] for _ in p.steps]
-    for k, s in enumerate(p.steps):
-        for name in {_value(o) for o in s.operands} - {None}:
-            if name in index:
-                waiting[k] += 1
-                users[index[name]].append(k)
-    ready: dict[bool, list[int]] = {True: [], False: []}
-    for k, s in enumerate(p.steps):
-        if not waiting[k]:
-            ready[vector(s)].append(k)
-    kind = True
-    runs: list[list[Step]] = []
-    while ready[True] or ready[False]:
-        if not ready[kind]:
-            kind = not kind
-        queue, run = ready[kind], []
-        heapq.heapify(queue)
-        while queue:
-            k = heapq.heappop(queue)
-            run.append(p.steps[k])
-            for u in users[k]:
-                waiting[u] -= 1
-                if not waiting[u]:
-                    heapq.heappush(ready[vector(p.steps[u])], u)
-        runs.append(run)
-        kind = not kind
-    return runs
+    return any(map(vecmath_step, run))
 
 
 def _slots(p: Program, runs: list[list[Step]], direct_inputs: bool = False,
@@ -260,7 +256,14 @@ def _slots(p: Program, runs: list[list[Step]], direct_inputs: bool = False,
 
 def lane_kernel_lines(p: Program) -> list[str]:
     """The lane kernel, whatever the program's size (`batch_kernel_lines` chooses)."""
-    runs = [piece for run in segments(p) for piece in cut_run(few_live(run, p), p)]
+    called = calls_vecmath(p)
+    pieces: list[tuple[list[Step], bool]] = []  # (steps of a loop, whether a vecmath call)
+    for run in (segments(p, _step_kind, ("vector", "call", "libm")) if called else segments(p)):
+        if called and vecmath_step(run[0]):
+            pieces += [([s], True) for s in run]
+        else:
+            pieces += [(piece, False) for piece in cut_run(few_live(run, p), p)]
+    runs = [run for run, _ in pieces]
     widths = {name: width for name, width in (("_X", len(p.inputs)), ("_OUT", len(p.outputs)))
               if width <= MAX_CONSTANT_WIDTH}
     # Narrow rows are read and written where the segments need them: vector loads and stores
@@ -283,6 +286,7 @@ def lane_kernel_lines(p: Program) -> list[str]:
     size = [0]  # statements in the current function
     lines_in_loops = [0]
     halves: list[int] = []  # those run as two interleaved half-blocks (`latency_bound`)
+    calls: list[int] = []  # those of a vecmath step called (`calls_vecmath`)
 
     def loop(body: list[str], run: list[Step] | None = None) -> list[str]:
         if not body:
@@ -311,7 +315,7 @@ def lane_kernel_lines(p: Program) -> list[str]:
     lines += loop([f"{I2}{cell(name)} = _X[_s + _j, {k}]"
                    for k, name in enumerate(p.inputs) if name in slot]
                   + ([f"{I2}_F[_j] = False"] if limited else []))
-    for run in runs:
+    for run, call in pieces:
         mine = {s.target for s in run}
         reads = dict.fromkeys(name for s in run for name in map(_value, s.operands)
                               if (name in slot or name in column) and name not in mine)
@@ -325,7 +329,9 @@ def lane_kernel_lines(p: Program) -> list[str]:
             body += [f"{I2}_OUT[_s + _j, {k}] = {o}" for k, o in enumerate(results)
                      if o in mine]
             stored |= mine
-        lines += loop(body, run)
+        if call:
+            calls.append(loops[0])
+        lines += loop(body, None if call else run)
 
     def output(o: str) -> str:
         return cell(o) if o in slot else f"_X[_s + _j, {column[o]}]" if o in column else o
@@ -338,6 +344,7 @@ def lane_kernel_lines(p: Program) -> list[str]:
                     f"slots={count * block}, "
                     f"block={block}, chunk={CHUNK}, widths={widths}"
                     + (f", interleave={tuple(halves)}" if halves else "")
+                    + (f", calls={tuple(calls)}" if calls else "")
                     + (f", parts={tuple(parts)}" if len(parts) > 1 and lines_in_loops[0] >
                        PARTS_ABOVE else "") + ")", "", "",
                     *_chunks_kernel(p, CHUNK, [f"_{p.name}_lanes(_X, _OUT, _c)  # {p.name}_lanes "

@@ -1,4 +1,5 @@
-"""The order of a lane kernel's steps within a long vector segment, and where its loops end.
+"""The order of a lane kernel's steps: its segments (runs of one kind of step), within a long
+vector segment an order with few live values, and where its loops end.
 
 A lane kernel (backends.numba.batch) runs each segment of a program as one loop over a block
 of points. A big program's segment has thousands of steps: LLVM's time for one loop grows
@@ -12,8 +13,10 @@ is the same IEEE operation on the same operands.
 from __future__ import annotations
 
 import heapq
+from collections.abc import Callable, Hashable, Sequence
 
-from ...lower.schedule import NAME, Operand, Program, Step
+from ...ir.ops import OPS
+from ...lower.schedule import CONST, NAME, Operand, Program, Step
 
 # FIT, weibull@148 (2,333 vector steps, one core, CPU time): one loop 27.5 s to compile, loops
 # of at most 150 steps 14-16 s; loops of at most 400 compiled no faster (18.8 s) and ran
@@ -26,6 +29,52 @@ CUT_ABOVE = 600
 
 def _value(operand: Operand) -> str | None:
     return operand.value if operand.kind == NAME else None
+
+
+def is_vector_step(step: Step) -> bool:
+    spec = OPS[step.op]
+    second = step.operands[1] if len(step.operands) > 1 else None
+    return spec.lane_step(second.value if second is not None and second.kind == CONST else None)
+
+
+def segments(p: Program, kind: Callable[[Step], Hashable] = is_vector_step,
+             kinds: Sequence[Hashable] = (True, False)) -> list[list[Step]]:
+    """Steps in a dependency-respecting order, cut into runs of one `kind` (vector or libm
+    call; a big lane kernel's vecmath calls are a third, backends.numba.batch.calls_vecmath).
+
+    Kahn's algorithm with one ready queue per kind, each in program order: drain one kind's
+    queue (steps made ready meanwhile join it), then go on to the next kind of `kinds` (in
+    turn) that has work.
+    """
+    index = {s.target: k for k, s in enumerate(p.steps)}
+    waiting = [0] * len(p.steps)
+    users: list[list[int]] = [[] for _ in p.steps]
+    for k, s in enumerate(p.steps):
+        for name in {_value(o) for o in s.operands} - {None}:
+            if name in index:
+                waiting[k] += 1
+                users[index[name]].append(k)
+    ready: dict[Hashable, list[int]] = {k: [] for k in kinds}
+    for k, s in enumerate(p.steps):
+        if not waiting[k]:
+            ready[kind(s)].append(k)
+    turn = 0
+    runs: list[list[Step]] = []
+    while any(ready.values()):
+        while not ready[kinds[turn]]:
+            turn = (turn + 1) % len(kinds)
+        queue, run = ready[kinds[turn]], []
+        heapq.heapify(queue)
+        while queue:
+            k = heapq.heappop(queue)
+            run.append(p.steps[k])
+            for u in users[k]:
+                waiting[u] -= 1
+                if not waiting[u]:
+                    heapq.heappush(ready[kind(p.steps[u])], u)
+        runs.append(run)
+        turn = (turn + 1) % len(kinds)
+    return runs
 
 
 def few_live(run: list[Step], p: Program) -> list[Step]:

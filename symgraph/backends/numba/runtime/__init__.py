@@ -244,7 +244,7 @@ def floats_line(steps: Callable, count: int) -> Any:
 
 def lane_loops(lanes: Callable, steps: Callable, slots: int, block: int, chunk: int,
                widths: dict[str, int], interleave: tuple[int, ...] = (),
-               parts: tuple[int, ...] = ()) -> Any:
+               parts: tuple[int, ...] = (), calls: tuple[int, ...] = ()) -> Any:
     """What ``NAME_chunks`` calls for chunk c: an intrinsic (X, OUT, c) -> None that runs the
     function `lanes` on each block of `block` points of chunk c (points c*chunk ..
     c*chunk + chunk - 1), its loops over _j as loops in LLVM IR (which LLVM vectorises), its
@@ -257,7 +257,9 @@ def lane_loops(lanes: Callable, steps: Callable, slots: int, block: int, chunk: 
     loops numbered in `interleave` (for-loops of `lanes`, from 0) run a whole block as its two
     halves at once (`lanes._halves`): the same bits. The loops numbered in `parts` start
     functions of their own, called in turn on each block (`lanes._part`: a big kernel compiles
-    as several small ones). Without the lowering: `steps` on each row of the chunk."""
+    as several small ones); those in `calls` (a vecmath step's) call a function that the
+    kernel's loops of one shape share (`lanes._shared`: LLVM optimises a vecmath body once,
+    not once per step). Without the lowering: `steps` on each row of the chunk."""
     if _plain():
         return plain.rows_kernel(steps, chunk)
 
@@ -273,7 +275,8 @@ def lane_loops(lanes: Callable, steps: Callable, slots: int, block: int, chunk: 
             layouts = {"_X": x.layout, "_OUT": out.layout}
             constant = {name: width for name, width in widths.items() if layouts[name] == "C"}
             return types.void(x, out, c), lambda *lowering: _lanes.lower_lanes(
-                loops, fixup, slots, block, chunk, constant, interleave, *lowering, parts=parts)
+                loops, fixup, slots, block, chunk, constant, interleave, *lowering, parts=parts,
+                calls=calls)
         return None
 
     typer.__name__ = lanes.__name__

@@ -13,6 +13,7 @@ Part of the runtime adapter (Numba's internals: contexts, cgutils, llvmlite's bu
 from __future__ import annotations
 
 import ast
+import copy
 import functools
 
 from llvmlite import ir
@@ -24,7 +25,7 @@ from .lowering import compile_steps
 
 
 def lower_lanes(loops, steps, slots, block, chunk, widths, interleave, context, builder,
-                signature, args, parts=()):
+                signature, args, parts=(), calls=()):
     """Emit the loops `loops` (of a ``NAME_lanes``) into an intrinsic's code (X, OUT, c) that
     runs chunk c; a fix-up loop's call (``NAME_steps(_X[_s + _j], _OUT[_s + _j])``) runs the
     statements `steps`. The loops numbered in `interleave` (counting the function's for-loops
@@ -32,13 +33,15 @@ def lower_lanes(loops, steps, slots, block, chunk, widths, interleave, context, 
     `parts` (loop numbers, ascending, from 0) cut the loops into functions of their own, each
     called once a block (`_part`): LLVM optimises and allocates registers function by function,
     in time that grows faster than a function's size, so a big kernel compiles as many small
-    ones (see backends.numba.batch.PART_STEPS)."""
+    ones (see backends.numba.batch.PART_STEPS). The loops numbered in `calls` (a vecmath step
+    each) call a function of their own too, one for all the loops of one shape (`_shared`)."""
     intp = types.intp
     (xty, _, cty), (x, out, c) = signature.args, args
     fors = [loop for loop in loops if isinstance(loop, ast.For)]
     numbered = list(enumerate(fors))
-    if parts:  # each slot an array of its own (a part's arguments)
-        scratch = Slots(block, {k: _alloca_slot(context, builder, block)
+    if parts:  # one array, each slot a pointer into it (a part's arguments)
+        base = _alloca_slot(context, builder, slots)
+        scratch = Slots(block, {k: builder.gep(base, [context.get_constant(intp, k * block)])
                                 for k in sorted(_slots_of(numbered, block))})
     else:  # one scratch array, as small kernels were fitted with
         scratch = Slots(block, {}, _alloca_slot(context, builder, slots))
@@ -50,39 +53,56 @@ def lower_lanes(loops, steps, slots, block, chunk, widths, interleave, context, 
     cuts = {k for k in parts if 0 < k < len(fors)}
     groups: list[tuple[bool, list]] = []  # (in a function of its own, its loops)
     for number, loop in numbered:
-        own = bool(parts) and not _calls_compiled(loop, steps)
-        if not groups or number in cuts or not own or not groups[-1][0]:
+        compiled = _calls_compiled(loop, steps)
+        shared = number in calls and not compiled  # a called loop: a group of its own
+        own = shared or bool(parts) and not compiled
+        if (not groups or number in cuts or not own or not groups[-1][0] or shared
+                or groups[-1][1][-1][0] in calls):
             groups.append((own, []))
         groups[-1][1].append((number, loop))
     emit = functools.partial(_emit_loops, context, signature, steps, block, widths, interleave)
-    calls = [_part(context, builder, signature, group, block, emit) if own else None
-             for own, group in groups]
+    functions: dict = {}  # a called loop's shape -> its function and slot count
+    called = [None if not own else _shared(context, builder, signature, group[0][1], block,
+                                           emit, functions) if group[0][0] in calls else
+              (*_part(context, builder, signature, group, block, emit), ())
+              for own, group in groups]
     with cgutils.for_range_slice(builder, start, stop, context.get_constant(intp, block)) as (
             s, _):
         left = builder.sub(n, s)
         m = builder.select(builder.icmp_signed("<", left, context.get_constant(intp, block)),
                            left, context.get_constant(intp, block))
-        for call, (_, group) in zip(calls, groups):
+        for call, (_, group) in zip(called, groups):
             if call is None:
                 emit(builder, x, out, scratch, flags, s, m, group)
             else:
-                function, used = call
+                function, used, constants = call
                 builder.call(function, [x, out, flags, s, m,
-                                        *(scratch.pointers[k] for k in used)])
+                                        *(scratch.slot(builder, k) for k in used),
+                                        *(ir.Constant(ir.DoubleType(), c) for c in constants)])
     return context.get_dummy_value()
 
 
 class Slots:
-    """The slots of ``_T``: one array (`base`), or in a kernel cut into parts each slot an array
-    of its own (`pointers`: slot number -> a pointer to `block` floats). LLVM's loop passes
-    (LoopAccessAnalysis, in the vectoriser and in LoopLoadElimination) compare every pair of
-    accesses to one object, so one scratch array made their time grow with the square of a
-    loop's accesses (FIT arrhenius@100: 14.5 s of LLVM passes, two fifths of it in those two;
-    4.4 s with arrays of their own). Small kernels keep the one array: FIT fpu_chain@38 ran at
-    83 ns a point with it, 146 without (load ~5)."""
+    """The slots of ``_T``: one array (`base`), or in a kernel cut into parts a pointer to each
+    slot (`pointers`: slot number -> a pointer to `block` floats), which a part takes as an
+    argument of its own, marked noalias. LLVM's loop passes (LoopAccessAnalysis, in the
+    vectoriser and in LoopLoadElimination) compare every pair of accesses to one object, so
+    one scratch array made their time grow with the square of a loop's accesses (FIT
+    arrhenius@100: 14.5 s of LLVM passes, two fifths of it in those two; 4.4 s with arrays of
+    their own); a part's noalias arguments are objects of their own to them. The pointers
+    point into one array on the kernel's stack: an alloca of each slot cost MemCpyOpt time
+    growing faster than their number (FIT arrhenius@993, 18,903 steps: 12 s of 50 s of LLVM
+    passes; 38.6 s with one array). Small kernels keep the one array and address it
+    directly: FIT fpu_chain@38 ran at 83 ns a point with it, 146 without (load ~5)."""
 
     def __init__(self, block, pointers, base=None) -> None:
         self.block, self.pointers, self.base = block, pointers, base
+
+    def slot(self, builder, k):
+        """A pointer to slot k's first float."""
+        if self.base is None:
+            return self.pointers[k]
+        return builder.gep(self.base, [ir.Constant(ir.IntType(64), k * self.block)])
 
     def at(self, builder, offset, j):
         """The address of ``_T[offset + j]`` (offset a Python int, j an LLVM index)."""
@@ -125,18 +145,62 @@ def _slots_of(numbered, block):
             and node.value.id == "_T"}
 
 
-def _part(context, builder, signature, group, block, emit):
+def _shared(context, builder, signature, loop, block, emit, functions):
+    """The function that runs the loop `loop` (a vecmath step's, its slots and float constants
+    made arguments) and every loop of its shape: in `functions`, by shape, or made now (a
+    `_part`). Returns it, the slots to pass and the constants to pass."""
+    shape, slots, constants = _shape(loop, block)
+    key = ast.dump(shape)
+    if key not in functions:
+        names = [f"_k{k}" for k in range(len(constants))]
+        functions[key] = _part(context, builder, signature, [(-1, shape)], block, emit, names,
+                               "calls")
+    function, _ = functions[key]
+    return function, slots, constants
+
+
+def _shape(loop, block):
+    """`loop` with its slots numbered in order of first use (``_T[0 + _j]``, ``_T[block + _j]``
+    ...), its values named so (_v0, _v1...) and its float constants named _k0, _k1...: two
+    steps of one op on other values and constants have one shape. Returns it, the loop's
+    slots (in that order) and its constants."""
+    constants: list[float] = []
+
+    class Constants(ast.NodeTransformer):
+        def visit_Constant(self, node):
+            if type(node.value) is not float:
+                return node
+            constants.append(node.value)
+            return ast.Name(f"_k{len(constants) - 1}", ast.Load())
+
+    shape = Constants().visit(copy.deepcopy(loop))
+    slots: dict[int, int] = {}
+    targets = [node.targets[0] for node in ast.walk(shape) if isinstance(node, ast.Assign)]
+    names = {t.id: f"_v{k}" for k, t in enumerate(
+        t for target in targets for t in getattr(target, "elts", [target])
+        if isinstance(t, ast.Name))}
+    for node in ast.walk(shape):
+        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and (
+                node.value.id == "_T"):
+            slot, within = divmod(node.slice.left.value, block)
+            node.slice.left.value = slots.setdefault(slot, len(slots)) * block + within
+        elif isinstance(node, ast.Name) and node.id in names:
+            node.id = names[node.id]
+    return shape, list(slots), constants
+
+
+def _part(context, builder, signature, group, block, emit, constants=(), kind="lanes"):
     """A function of its own (internal, never inlined) that runs the loops `group` on a block:
-    (X, OUT, _F, s, m, and a pointer to each slot it uses), the flags and slots marked as
-    aliasing nothing (as the caller's stack arrays, which they are). Returns it and the slot
-    numbers its last arguments are."""
+    (X, OUT, _F, s, m, a pointer to each slot it uses, then a float for each name of
+    `constants`), the flags and slots marked as aliasing nothing (as the caller's stack arrays,
+    which they are). Returns it and the slot numbers its pointer arguments are."""
     intp = context.get_value_type(types.intp)
     xty, oty = (context.get_value_type(t) for t in signature.args[:2])
     double, flag = context.get_value_type(types.float64), context.get_data_type(types.boolean)
     used = sorted(_slots_of(group, block))
     fnty = ir.FunctionType(ir.VoidType(), [xty, oty, flag.as_pointer(), intp, intp]
-                           + [double.as_pointer()] * len(used))
-    module, base = builder.module, f"{builder.function.name}.lanes{group[0][0]}"
+                           + [double.as_pointer()] * len(used) + [double] * len(constants))
+    module, base = builder.module, f"{builder.function.name}.{kind}{max(group[0][0], 0)}"
     name, k = base, 0
     while name in module.globals:
         k += 1
@@ -146,19 +210,23 @@ def _part(context, builder, signature, group, block, emit):
     function.attributes.add("noinline")
     function.attributes.add("nounwind")
     function.args[2].add_attribute("noalias")
-    for argument in function.args[5:]:
+    pointers = function.args[5:5 + len(used)]
+    for argument in pointers:
         argument.add_attribute("noalias")
         argument.attributes.align = 64
     inner = ir.IRBuilder(function.append_basic_block("entry"))
     x, out, flags, s, m = function.args[:5]
-    emit(inner, x, out, Slots(block, dict(zip(used, function.args[5:]))), flags, s, m, group)
+    env = {name: (value, types.float64)
+           for name, value in zip(constants, function.args[5 + len(used):])}
+    emit(inner, x, out, Slots(block, dict(zip(used, pointers))), flags, s, m, group, env=env)
     inner.ret_void()
     return function, used
 
 
 def _emit_loops(context, signature, steps, block, widths, interleave, builder, x, out,
-                scratch, flags, s, m, numbered):
-    """The loops `numbered` ((number, loop) pairs) on the block of m points from s."""
+                scratch, flags, s, m, numbered, env=None):
+    """The loops `numbered` ((number, loop) pairs) on the block of m points from s (`env`:
+    values the loops' names stand for, a called loop's constants)."""
     intp, impls = types.intp, {}
     (xty, oty, _) = signature.args
     arrays = {"_X": (xty, context.make_array(xty)(context, builder, x)),
@@ -181,7 +249,7 @@ def _emit_loops(context, signature, steps, block, widths, interleave, builder, x
                     compile_steps(context, builder, lambda node, row=row, pointer=pointer:
                                   pointer(row[node.value.id], node.slice), impls)(steps)
                 continue
-            compile_steps(context, builder, pointer, impls)(loop.body)
+            compile_steps(context, builder, pointer, impls, env)(loop.body)
 
 
 def _pointers(context, builder, arrays, scratch, flags, widths, s, j):

@@ -137,14 +137,15 @@ def stores_early(body):
     return ordered + [store for group in stores.values() for store in group]
 
 
-def compile_steps(context, builder, pointer, impls):
+def compile_steps(context, builder, pointer, impls, env=None):
     """A function that emits the assignments it is given (`pointer` addresses subscripts and
-    the lane flag). Steps are float64; the vecmath functions they call (straight-line code on
-    float64, int64 and bool) are inlined, so Numba's front end never compiles them."""
+    the lane flag; `env`: (value, type) of names given, a called lane loop's constants).
+    Steps are float64; the vecmath functions they call (straight-line code on float64, int64
+    and bool) are inlined, so Numba's front end never compiles them."""
     from .. import vecmath  # the functions lane code calls, inlined from their own file
     from ..special import external  # compiled functions the op table's templates call
 
-    typing, f64, top = context.typing_context, types.float64, {}
+    typing, f64, top = context.typing_context, types.float64, dict(env or {})
 
     def call(function, operands):  # typed once per kernel, operation and operand types
         key = (function, tuple(ty for _, ty in operands))
