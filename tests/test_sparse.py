@@ -35,11 +35,13 @@ def _pairs(rows, cols):
 
 
 def _zero_factor(outputs) -> bool:
-    """Whether a product has a constant 0 factor (kept: 0 * inf is nan). A derivative through
-    it is 0 * (the adjoint), which folds to 0 only when the adjoint is a constant, so there
-    the symbolic derivative's structural zeros depend on folding and the pattern may hold
-    more (never fewer) entries."""
-    return any(node.op == "mul" and any(a.op == "const" and a.value == 0.0 for a in node.args)
+    """Whether a product has a constant 0 factor (kept: 0 * inf is nan), or a pow_prev has a
+    p of its own. A derivative through the first is 0 * (the adjoint), which folds to 0 only
+    when the adjoint is a constant; the second's (y, p) second partial is zero on each side
+    of its piecewise definition, which sg.hessian may fold. There the symbolic derivative's
+    structural zeros depend on folding and the pattern may hold more (never fewer) entries."""
+    return any((node.op == "mul" and any(a.op == "const" and a.value == 0.0 for a in node.args))
+               or (node.op == "pow_prev" and node.args[2] is not node.args[0] ** node.args[1])
                for node in topological_order(list(outputs)))
 
 

@@ -11,7 +11,10 @@ op's arguments interact is learnt once per op and arity, by differentiating the 
 partials on stand-in symbols, so the pattern is that of the symbolic Hessian (``sg.hessian``),
 but through a product with a constant 0 factor (kept: 0 * inf is nan): a derivative through it
 is 0 * its adjoint, structurally zero only where that adjoint folds to a constant, so the
-pattern may hold entries the symbolic derivative folded away (never fewer).
+pattern may hold entries the symbolic derivative folded away (never fewer). So may
+``pow_prev(x, y, p)`` with a p of its own (the differentiator only builds it with p = x**y):
+its (y, p) second partial is zero on each side of its piecewise definition, which
+``sg.hessian`` can fold where the op's rule, learnt on free stand-ins, keeps the pair.
 
 Patterns come as (rows, cols) int64 arrays sorted row by row; Hessians give the lower triangle
 (rows >= cols). Every pass is iterative; sets are shared between nodes where they are equal.
