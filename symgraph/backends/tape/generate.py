@@ -271,9 +271,10 @@ _FUSED_LANES = '''\
 
 
 @njit(error_model="numpy", inline="always")
-def _fused(op, ra, rb, rc, rt, n):
-    """rt[:n] = op(ra[:n], rb[:n], rc[:n]) for a fused instruction: rt may be one of the
-    operands' arrays (the same object, so LLVM needs no overlap check for it)."""
+def _fused(op, regs, a, b, c, t, n):
+    """Row t of `regs` = op(rows a, b, c) for a fused instruction, indexed in place (no row
+    views): t may be one of the operands' indices (the same variable, so LLVM needs no overlap
+    check for it)."""
 '''
 
 
@@ -289,7 +290,8 @@ def _fused() -> str:
                  "                       regs[np.uint32(operands[i, 2])])",
                  f"            regs[np.uint32(targets[i])] = {form.format(a='a', b='b', c='c')}"]
         lanes += [test, "        for j in range(n):",
-                  f"            rt[j] = {form.format(a='ra[j]', b='rb[j]', c='rc[j]')}"]
+                  f"            regs[t, j] = "
+                  f"{form.format(a='regs[a, j]', b='regs[b, j]', c='regs[c, j]')}"]
     codes = _fill(names, "FUSED_OPCODES = (", " " * 17, ")")
     return (_FUSED_DOC.format(codes=codes) + _lines(rows) + _FUSED_LANES + _lines(lanes))
 
