@@ -419,7 +419,23 @@ class _Operands:
         return self.by_code[code]
 
 
-class DeferredProgram(Program):
+class StepsOnUse(Program):
+    """A Program that makes its steps on first use (`DeferredProgram`, the expression cache's
+    `KeptProgram`): it pickles, compares and hashes as the plain Program of those steps."""
+
+    def __reduce__(self) -> tuple:
+        return Program, (self.name, self.inputs, self.steps, self.outputs)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Program):
+            return NotImplemented
+        return (self.name, self.inputs, self.steps, self.outputs) == (
+            other.name, other.inputs, other.steps, other.outputs)
+
+    __hash__ = Program.__hash__
+
+
+class DeferredProgram(StepsOnUse):
     """A Program whose Steps are made from its Encoding when first asked for: a program run
     on the tape needs only the codes (its census, op count and cost come from them too), and
     at 168,000 steps the Steps and their Operands are a third of the schedule's time. It is
@@ -483,17 +499,6 @@ class DeferredProgram(Program):
                 operand, codes[at:at + count])), "")))
             at += count
         return tuple(steps)
-
-    def __reduce__(self) -> tuple:
-        return Program, (self.name, self.inputs, self.steps, self.outputs)
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Program):
-            return NotImplemented
-        return (self.name, self.inputs, self.steps, self.outputs) == (
-            other.name, other.inputs, other.steps, other.outputs)
-
-    __hash__ = Program.__hash__
 
 
 class LazySteps(Sequence):

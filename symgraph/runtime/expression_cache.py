@@ -35,7 +35,7 @@ import numpy as np
 
 from ..ir.node import Node
 from ..ir.ops import table_digest
-from ..lower.schedule import CONST, NAME, Operand, Program, Step, steps_view
+from ..lower.schedule import CONST, NAME, Operand, Program, Step, StepsOnUse, steps_view
 from ..version import __version__
 from .loading import default_cache_dir, read_text, write_atomically
 
@@ -177,7 +177,7 @@ def _steps_text(steps: Sequence[Step]) -> str:
                        for s in steps], separators=(",", ":"))
 
 
-class KeptProgram(Program):
+class KeptProgram(StepsOnUse):
     """A Program read back from a record: its name, inputs, outputs and census at once, its
     steps decoded from the record's text on first use (`Program` in every other respect: it
     compares, hashes and pickles as the Program it was saved from)."""
@@ -218,17 +218,6 @@ class KeptProgram(Program):
     @property
     def n_steps(self) -> int:
         return self._n_steps  # (the decoded steps are checked to be as many)
-
-    def __reduce__(self) -> tuple:
-        return Program, (self.name, self.inputs, self.steps, self.outputs)
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Program):
-            return NotImplemented
-        return (self.name, self.inputs, self.steps, self.outputs) == (
-            other.name, other.inputs, other.steps, other.outputs)
-
-    __hash__ = Program.__hash__
 
 
 def _steps(data: list, decode: _Decoder) -> tuple[Step, ...]:
