@@ -168,12 +168,6 @@ def _power_of(e: Encoding, start: int, count: int, n_inputs: int) -> int | None:
     return small_power(e.constants[k]) if k >= 0 else None
 
 
-def constant_operand(e: Encoding, code: int, n_inputs: int) -> Operand | None:
-    """The Operand of a constant's `code` (an Encoding's, offset included), else None."""
-    k = -((code - e.offset) >> 1) - n_inputs - 1
-    return Operand(CONST, e.constants[k]) if k >= 0 else None
-
-
 class _Negations(NamedTuple):
     """An order's negations (index, node), and for each one used by something other than a
     sum, the index of its first such use: one pass, for the order and its prefixes."""
