@@ -195,3 +195,24 @@ def test_value_and_grad_floats_needs_a_scalar_expression():
     fn = sg.compile([x * y, x + y], [x, y], backend="python")
     with pytest.raises(TypeError, match="value_and_grad_floats needs a scalar expression"):
         fn.value_and_grad_floats(1.0, 2.0)
+
+
+def test_value_and_grad_floats_past_the_point_kernels_inputs_gives_the_rows_bits(backend):
+    # More inputs than a point kernel takes (backends.numba.point.MAX_INPUTS): the checked path.
+    xs = sg.symbols(" ".join(f"x{i}" for i in range(70)))
+    fn = sg.compile(sum(sg.log(1 + x * x) * (i + 1) for i, x in enumerate(xs)), list(xs),
+                    backend=backend, strategy="straight")
+    point = [0.25 * i - 3.0 for i in range(70)]
+    row, _ = fn.kernels("value_grad")
+    want = np.empty(71)
+    row(np.array(point), want)
+    for given in (point, [*point[:5], 2, True, np.float32(0.5), *point[8:]]):
+        value, gradient = fn.value_and_grad_floats(*given)
+        assert type(value) is float and all(type(g) is float for g in gradient)
+        if given is point:
+            assert _bytes(value, np.array(gradient)) == want.tobytes()
+        else:
+            assert fn.value_and_grad(*given)[0] == value
+    with pytest.raises(TypeError, match=r"the value of 'x67' \(argument 67\) must be real "
+                                        "numbers; got the text"):
+        fn.value_and_grad_floats(*point[:67], "1.5", *point[68:])

@@ -117,8 +117,10 @@ def checked_floats(fn: Any, names: list[str]) -> Call:
         if len(values) != n:
             raise TypeError(f"{FLOATS} takes {n} number(s), one per variable {names}; got "
                             f"{len(values)}")
-        point = [_number(v, f"the value of {name!r} (argument {i})")
-                 for i, (v, name) in enumerate(zip(values, names))]
+        # Plain floats, the common case, need no look each (one look would cost more than
+        # the kernel's whole call for a few hundred arguments); the rest, one by one.
+        point = values if set(map(type, values)) <= _JUST_FLOAT else [
+            _number(v, names, i) for i, v in enumerate(values)]
         value, gradient = fn.value_and_grad(*point)
         return value, tuple(gradient.tolist())
 
@@ -126,13 +128,19 @@ def checked_floats(fn: Any, names: list[str]) -> Call:
 
 
 _REAL_SCALARS = (np.floating, np.integer, np.bool_)
+_JUST_FLOAT = {float}
 
 
-def _number(value: Any, what: str) -> float:
-    """`value` as a float, if it is one real number (as the API's checked path reads one)."""
-    try:
-        if type(value) in (float, int, bool) or isinstance(value, _REAL_SCALARS):
+def _number(value: Any, names: list[str], i: int) -> float:
+    """`value`, argument `i`, as a float, if it is one real number (as the API's checked path
+    reads one)."""
+    if type(value) in (float, int, bool) or isinstance(value, _REAL_SCALARS):
+        try:
             return float(value)
+        except OverflowError as error:  # an int beyond floats
+            raise OverflowError(f"{FLOATS}: {_what(names, i)}: {error}") from None
+    what = _what(names, i)
+    try:
         array = real_array(value, f"{FLOATS}: {what}")  # (TypeError naming it, if no number)
     except OverflowError as error:  # an int beyond floats
         raise OverflowError(f"{FLOATS}: {what}: {error}") from None
@@ -140,3 +148,7 @@ def _number(value: Any, what: str) -> float:
         raise TypeError(f"{FLOATS}: {what} must be one real number; got an array of shape "
                         f"{array.shape} (value_and_grad takes arrays and batches)")
     return float(array)
+
+
+def _what(names: list[str], i: int) -> str:
+    return f"the value of {names[i]!r} (argument {i})"
