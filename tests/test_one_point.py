@@ -197,14 +197,29 @@ def test_value_and_grad_floats_needs_a_scalar_expression():
         fn.value_and_grad_floats(1.0, 2.0)
 
 
-def test_value_and_grad_floats_past_the_point_kernels_inputs_gives_the_rows_bits(backend):
-    # More inputs than a point kernel takes (backends.numba.point.MAX_INPUTS): the checked path.
+
+def test_value_and_grad_floats_of_seventy_inputs_is_the_compiled_entry():
     xs = sg.symbols(" ".join(f"x{i}" for i in range(70)))
+    fn = sg.compile(sum(x * y for x, y in zip(xs, xs[1:])), list(xs), strategy="straight")
+    assert "entry" in fn.value_and_grad_floats.__code__.co_freevars
+    point = [0.5 * i - 7.0 for i in range(70)]
+    value, gradient = fn.value_and_grad(*point)
+    assert fn.value_and_grad_floats(*point) == (value, tuple(gradient.tolist()))
+
+
+def test_value_and_grad_floats_past_the_point_kernels_inputs_gives_the_rows_bits(
+        backend, monkeypatch):
+    # More inputs than a point kernel takes (MAX_INPUTS, made small here): the checked path.
+    from symgraph.backends.numba import point as point_kernels
+
+    monkeypatch.setattr(point_kernels, "MAX_INPUTS", 8)
+    xs = sg.symbols(" ".join(f"x{i}" for i in range(12)))
     fn = sg.compile(sum(sg.log(1 + x * x) * (i + 1) for i, x in enumerate(xs)), list(xs),
                     backend=backend, strategy="straight")
-    point = [0.25 * i - 3.0 for i in range(70)]
+    assert "entry" not in fn.value_and_grad_floats.__code__.co_freevars
+    point = [0.75 * i - 3.0 for i in range(12)]
     row, _ = fn.kernels("value_grad")
-    want = np.empty(71)
+    want = np.empty(13)
     row(np.array(point), want)
     for given in (point, [*point[:5], 2, True, np.float32(0.5), *point[8:]]):
         value, gradient = fn.value_and_grad_floats(*given)
@@ -213,6 +228,6 @@ def test_value_and_grad_floats_past_the_point_kernels_inputs_gives_the_rows_bits
             assert _bytes(value, np.array(gradient)) == want.tobytes()
         else:
             assert fn.value_and_grad(*given)[0] == value
-    with pytest.raises(TypeError, match=r"the value of 'x67' \(argument 67\) must be real "
+    with pytest.raises(TypeError, match=r"the value of 'x10' \(argument 10\) must be real "
                                         "numbers; got the text"):
-        fn.value_and_grad_floats(*point[:67], "1.5", *point[68:])
+        fn.value_and_grad_floats(*point[:10], "1.5", *point[11:])
