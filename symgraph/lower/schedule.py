@@ -230,12 +230,21 @@ def schedule_all(jobs: Sequence[tuple[str, Sequence[tuple[str, Node]]]], inputs:
         k = len(outputs)
         if i != longest and k and whole[:k] == outputs:  # pairs: labels equal, nodes identical
             prefix_of[i] = k
-    order, ends = topological_prefixes([node for _, node in whole])
-    marks = sorted({ends[k - 1] for k in prefix_of.values()})
-    programs: list[Program | None] = [None] * len(jobs)
     if not jobs:
         return []
-    made = _schedule(jobs[longest][0], whole, order, inputs, input_names, comments, marks)
+    walked = None
+    first = topological_order([whole[0][1]]) if whole else []
+    if len(first) > DEFER_MIN_NODES:  # deferred: scheduled as walked (lower.schedule_walk)
+        from .schedule_walk import walk_schedule
+
+        walked = walk_schedule(jobs[longest][0], whole, first, inputs, input_names)
+    if walked is not None:
+        made, order, ends = walked
+    else:  # (the first output's walk is kept: `traversal.topological_prefixes`)
+        order, ends = topological_prefixes([node for _, node in whole])
+        marks = sorted({ends[k - 1] for k in prefix_of.values()})
+        made = _schedule(jobs[longest][0], whole, order, inputs, input_names, comments, marks)
+    programs: list[Program | None] = [None] * len(jobs)
     program, at_mark, operand, claimed, inlined, code_of = made[:6]
     programs[longest] = program
     for i, k in prefix_of.items():
@@ -275,6 +284,8 @@ def _same_choices(end: int, steps_made: int, claimed_here: dict[Node, str], made
     if any((code_of[node] - offset) >> 1 < steps_made for node in claimed
            if node not in claimed_here):
         return False  # a node of it is another output of the longer job: named after that
+    if inlined is None:  # scheduled as walked: its negations settled from the codes
+        return negations.prefix_agrees(end)
     return negations.feeding_only_sums(end, claimed_here) == {
         node for index, node in negations.found if index < end and node in inlined}
 
