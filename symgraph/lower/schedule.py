@@ -153,7 +153,10 @@ class Program:
 def _census(e: Encoding, n_inputs: int) -> dict[tuple[str, int, int | None], int]:
     """`Program.census` from an Encoding: the same counts, in the same order."""
     n = e.n_steps
-    ops, counts = e.ops[:n], e.counts[:n].tolist()
+    ops, counts = e.ops[:n], e.counts[:n]
+    if "pow" not in ops:  # counted as pairs: no list of 10^5 keys (0.07 -> 0.03 s at 50k)
+        return {(op, k, None): c for (op, k), c in Counter(zip(ops, counts)).items()}
+    counts = counts.tolist()
     keys = list(zip(ops, counts, repeat(None)))
     if "pow" in ops:
         starts = list(accumulate(counts, initial=0))
