@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Iterator, Sequence
+from itertools import compress
 from typing import Any
 
 import numpy as np
@@ -174,7 +175,7 @@ def _settle(name: str, outputs: list[tuple[str, Node]], inputs: Sequence[Node],
     by_step = kept[step_of]
     operands = array("q", renamed[by_step].astype(np.int64).tobytes())
     has_inlined = bool(inlined.any())
-    ops = [op for op, k in zip(ops, kept.tolist()) if k] if has_inlined else ops
+    ops = list(compress(ops, kept.tolist())) if has_inlined else ops
     counts_kept = array("q", count[kept].tobytes())
     n_steps = int(before[-1])
     by_code: list[Any] = [None] * offset
