@@ -52,9 +52,9 @@ def _both(jobs, monkeypatch, threshold: int = 0):
         made.append(result is not None)
         return result
 
-    monkeypatch.setattr(schedule_walk, "walk_schedule", lambda *args: None)
+    monkeypatch.setattr(sched, "walk_schedule", lambda *args: None)
     eager = schedule_all(jobs, INPUTS, NAMES, comments=False)
-    monkeypatch.setattr(schedule_walk, "walk_schedule", spy)
+    monkeypatch.setattr(sched, "walk_schedule", spy)
     walked = schedule_all(jobs, INPUTS, NAMES, comments=False)
     return eager, walked, sum(made)
 

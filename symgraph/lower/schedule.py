@@ -34,6 +34,7 @@ from ..ir.node import Node
 from ..ir.ops import OPS, small_power
 from ..ir.printer import to_text
 from ..ir.traversal import bulk, capped_tree_sizes, topological_order, topological_prefixes
+from .schedule_walk import Walked, walk_schedule
 
 MAX_WIDTH = 16
 COMMENT_MAX_NODES = 8  # a step's comment shows its expression when the tree is this small
@@ -240,11 +241,10 @@ def schedule_all(jobs: Sequence[tuple[str, Sequence[tuple[str, Node]]]], inputs:
     walked = None
     first = topological_order([whole[0][1]]) if whole else []
     if len(first) > DEFER_MIN_NODES:  # deferred: scheduled as walked (lower.schedule_walk)
-        from .schedule_walk import walk_schedule
-
-        walked = walk_schedule(jobs[longest][0], whole, first, inputs, input_names)
+        walked = walk_schedule(whole, first, inputs, _claims(whole), MAX_WIDTH)
     if walked is not None:
-        made, order, ends = walked
+        order, ends = walked.order, walked.ends
+        made = _walked_program(jobs[longest][0], whole, walked, input_names)
     else:  # (the first output's walk is kept: `traversal.topological_prefixes`)
         order, ends = topological_prefixes([node for _, node in whole])
         marks = sorted({ends[k - 1] for k in prefix_of.values()})
@@ -293,6 +293,26 @@ def _same_choices(end: int, steps_made: int, claimed_here: dict[Node, str], made
         return negations.prefix_agrees(end)
     return negations.feeding_only_sums(end, claimed_here) == {
         node for index, node in negations.found if index < end and node in inlined}
+
+
+def _walked_program(name: str, outputs: list[tuple[str, Node]], walked: Walked,
+                    input_names: Sequence[str]) -> tuple:
+    """`_schedule`'s result from what `schedule_walk` found (a DeferredProgram)."""
+    w, offset = walked, walked.offset
+    by_code: list[Operand | None] = [None] * offset
+    for i, ident in enumerate(input_names):
+        by_code[offset - 2 * i - 2] = Operand(NAME, ident)
+    for k, value in enumerate(w.constants):
+        by_code[offset - 2 * len(input_names) - 2 - 2 * k] = Operand(CONST, value)
+    for code in w.negated_inputs:  # the sum's template: `a - x`
+        by_code[code] = by_code[code ^ 1].negative()
+    encoding = Encoding(None, (), w.operands, [w.code_of[node] for _, node in outputs],
+                        w.constants, offset, w.ops, w.counts, w.n_steps)
+    made = DeferredProgram.make(name, tuple(input_names), by_code, w.labels, encoding)
+    operand = _Operands(w.code_of, by_code, made._operand)
+    slots = tuple((label, operand[node]) for label, node in outputs)
+    program = DeferredProgram.of(made, w.n_steps, name, slots, encoding._replace(outputs=slots))
+    return program, w.steps_at, operand, _claims(outputs), None, w.code_of, w.negations, offset
 
 
 def _schedule(name: str, outputs: list[tuple[str, Node]], order: list[Node],

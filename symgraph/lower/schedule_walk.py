@@ -9,6 +9,8 @@ use is seen, so each unclaimed negation is a step for now, and afterwards, in Nu
 that only sums read are dropped and every code renumbered. The result is what `_schedule`
 makes of the same order, array for array (tests/test_schedule_walk.py), or None where the
 eager path must decide (a negation of a negation or of a constant: never seen from `apply`).
+What is found is integers (`Walked`); schedule.py makes the Program of it (so this module
+imports none of schedule's: no import cycle).
 
 Codes are those of `Encoding` less its `offset` (which needs the order's length): a step r is
 2r, input i ``-2i - 2``, constant k ``-2 len(inputs) - 2 - 2k``.
@@ -19,12 +21,11 @@ from __future__ import annotations
 from array import array
 from collections.abc import Iterator, Sequence
 from itertools import compress
-from typing import Any
+from typing import NamedTuple
 
 import numpy as np
 
 from ..ir.node import Node
-from .schedule import CONST, MAX_WIDTH, NAME, DeferredProgram, Encoding, Operand, _claims, _Operands
 
 
 def _finished(roots: list[Node], first: list[Node], done: dict) -> Iterator[Node | None]:
@@ -79,15 +80,33 @@ class SettledNegations:
         return not bool(np.any((used >= mark) & (used < n)))
 
 
-def walk_schedule(name: str, outputs: list[tuple[str, Node]], first: list[Node],
-                  inputs: Sequence[Node], input_names: Sequence[str]) -> tuple | None:
-    """`schedule._schedule` of `outputs` over their order (`first`: the first one's), as a
-    DeferredProgram, with the marks at every output's end, and the order and ends
-    (`topological_prefixes`'); None where the eager path must decide."""
+class Walked(NamedTuple):
+    """What `schedule._schedule` finds of a deferred program, in integers (schedule.py makes
+    the Program): codes as `Encoding`'s, offset included."""
+
+    order: list[Node]  # `topological_prefixes`' order and ends of the outputs
+    ends: list[int]
+    steps_at: dict[int, int]  # an end -> the steps made before it
+    code_of: _Codes
+    operands: array  # Encoding's operands, ops, counts, constants, n_steps, offset
+    ops: list[str]
+    counts: array
+    constants: list[float]
+    n_steps: int
+    offset: int
+    labels: dict[int, str]  # a step claimed by an output -> its label
+    negated_inputs: list[int]  # the codes of inputs' negations that sums read (`a - x`)
+    negations: SettledNegations
+
+
+def walk_schedule(outputs: list[tuple[str, Node]], first: list[Node], inputs: Sequence[Node],
+                  claimed: dict[Node, str], width: int) -> Walked | None:
+    """`schedule._schedule`'s findings of `outputs` over their order (`first`: the first
+    one's) for a DeferredProgram (`claimed`: `_claims(outputs)`; sums and products wider
+    than `width` chained); None where the eager path must decide."""
     roots = [node for _, node in outputs]
-    claim = _claims(outputs).get
-    input_code = {node: -2 * i - 2 for i, (node, _) in enumerate(
-        zip(inputs, input_names, strict=True))}
+    claim = claimed.get
+    input_code = {node: -2 * i - 2 for i, node in enumerate(inputs)}
     base = -2 * len(inputs) - 2
     code_of: dict[Node, int] = {}
     order: list[Node] = []
@@ -118,11 +137,11 @@ def walk_schedule(name: str, outputs: list[tuple[str, Node]], first: list[Node],
             code_of[node] = code
             continue
         refs = tuple(map(get_code, node.args))
-        while len(refs) > MAX_WIDTH:  # wide sums and products: chained, left to right
+        while len(refs) > width:  # wide sums and products: chained, left to right
             add_op(op)
-            add_count(MAX_WIDTH)
-            encode(refs[:MAX_WIDTH])
-            refs = (2 * n, *refs[MAX_WIDTH:])
+            add_count(width)
+            encode(refs[:width])
+            refs = (2 * n, *refs[width:])
             n += 1
         label = claim(node)
         if label is not None:
@@ -136,17 +155,16 @@ def walk_schedule(name: str, outputs: list[tuple[str, Node]], first: list[Node],
         n += 1
     for node, code in input_code.items():  # (inputs the outputs never reach too)
         code_of.setdefault(node, code)
-    return _settle(name, outputs, inputs, input_names, order, ends, marks, code_of, codes,
-                   ops, counts, constants, pending, labels, n)
+    return _settle(len(inputs), order, ends, marks, code_of, codes, ops, counts, constants,
+                   pending, labels, n)
 
 
-def _settle(name: str, outputs: list[tuple[str, Node]], inputs: Sequence[Node],
-            input_names: Sequence[str], order: list[Node], ends: list[int], marks: list[int],
+def _settle(n_inputs: int, order: list[Node], ends: list[int], marks: list[int],
             code_of: dict[Node, int], codes: list[int], ops: list[str], counts: list[int],
             constants: list[float], pending: list[int], labels: dict[int, str], n: int
-            ) -> tuple | None:
-    """The negations only sums read dropped, the codes renumbered: `_schedule`'s result."""
-    offset = 2 * (len(inputs) + len(order) + 1)
+            ) -> Walked | None:
+    """The negations only sums read dropped, the codes renumbered."""
+    offset = 2 * (n_inputs + len(order) + 1)
     c = np.frombuffer(array("q", codes), np.int64)
     count = np.frombuffer(array("q", counts), np.int64)
     step_of = np.repeat(np.arange(n), count)
@@ -163,7 +181,7 @@ def _settle(name: str, outputs: list[tuple[str, Node]], inputs: Sequence[Node],
     inlined[pending] = first_use[pending] == n
     starts = np.cumsum(count) - count
     negated = c[starts[inlined]]  # an inlined negation's operand
-    if np.any(negated <= -2 * len(inputs) - 2) or np.any(
+    if np.any(negated <= -2 * n_inputs - 2) or np.any(
             inlined[np.maximum(negated, 0) >> 1] & (negated >= 0)):
         return None  # of a constant (the tape needs names) or of another negation
     kept = ~inlined
@@ -172,31 +190,12 @@ def _settle(name: str, outputs: list[tuple[str, Node]], inputs: Sequence[Node],
     final[inlined] = np.where(negated >= 0, final[np.maximum(negated, 0) >> 1],
                               negated + offset) ^ 1
     renamed = np.where(c >= 0, final[np.maximum(c, 0) >> 1], c + offset)
-    by_step = kept[step_of]
-    operands = array("q", renamed[by_step].astype(np.int64).tobytes())
-    has_inlined = bool(inlined.any())
-    ops = list(compress(ops, kept.tolist())) if has_inlined else ops
-    counts_kept = array("q", count[kept].tobytes())
-    n_steps = int(before[-1])
-    by_code: list[Any] = [None] * offset
-    for i, ident in enumerate(input_names):
-        by_code[offset - 2 * i - 2] = Operand(NAME, ident)
-    for k, value in enumerate(constants):
-        by_code[offset - 2 * len(inputs) - 2 - 2 * k] = Operand(CONST, value)
-    for arg in negated[negated < 0].tolist():  # negated inputs: `a - x`
-        by_code[offset + (arg ^ 1)] = by_code[offset + arg].negative()
-    steps_at = {end: int(before[mark]) for end, mark in zip(ends, marks)}
-    final_code = _Codes(code_of, final, offset)
-    encoding = Encoding(None, (), operands, [final_code[node] for _, node in outputs],
-                        constants, offset, ops, counts_kept, n_steps)
-    made = DeferredProgram.make(name, tuple(input_names), by_code,
-                                {int(before[r]): label for r, label in labels.items()},
-                                encoding)
-    operand = _Operands(final_code, by_code, made._operand)
-    slots = tuple((label, operand[node]) for label, node in outputs)
-    program = DeferredProgram.of(made, n_steps, name, slots, encoding._replace(outputs=slots))
-    negations = SettledNegations(np.array(pending, np.int64), first_use,
-                                 dict(zip(ends, marks)))
-    claimed = _claims(outputs)
-    return (program, steps_at, operand, claimed, None, final_code, negations, offset), \
-        order, ends
+    operands = array("q", renamed[kept[step_of]].astype(np.int64).tobytes())
+    ops = list(compress(ops, kept.tolist())) if inlined.any() else ops
+    return Walked(order, ends, {end: int(before[mark]) for end, mark in zip(ends, marks)},
+                  _Codes(code_of, final, offset), operands, ops,
+                  array("q", count[kept].tobytes()), constants, int(before[-1]), offset,
+                  {int(before[r]): label for r, label in labels.items()},
+                  [(offset + arg) ^ 1 for arg in negated[negated < 0].tolist()],
+                  SettledNegations(np.array(pending, np.int64), first_use,
+                                   dict(zip(ends, marks))))
