@@ -134,6 +134,14 @@ def test_a_symbol_outside_the_arguments_is_refused_by_the_walk_as_by_the_eager_p
         schedule_all(jobs, INPUTS, NAMES, comments=False)
 
 
+def test_names_not_one_per_input_are_refused_by_the_walk_as_by_the_eager_path(monkeypatch):
+    jobs = [("value", [("f", sg.sin(x) + y)])]
+    for threshold in (0, 10**9):  # walked, eager
+        monkeypatch.setattr(sched, "DEFER_MIN_NODES", threshold)
+        with pytest.raises(ValueError, match="zip"):
+            schedule_all(jobs, INPUTS, NAMES[:2], comments=False)
+
+
 def test_at_the_real_threshold_a_big_gradient_is_walked_and_equals_the_eager_one(
         monkeypatch):
     f = _random_dag(4200, 7)  # an order of ~4,150 nodes

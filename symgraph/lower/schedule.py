@@ -241,7 +241,7 @@ def schedule_all(jobs: Sequence[tuple[str, Sequence[tuple[str, Node]]]], inputs:
     walked = None
     first = topological_order([whole[0][1]]) if whole else []
     if len(first) > DEFER_MIN_NODES:  # deferred: scheduled as walked (lower.schedule_walk)
-        walked = walk_schedule(whole, first, inputs, _claims(whole), MAX_WIDTH)
+        walked = walk_schedule(whole, first, inputs, input_names, _claims(whole), MAX_WIDTH)
     if walked is not None:
         order, ends = walked.order, walked.ends
         made = _walked_program(jobs[longest][0], whole, walked, input_names)

@@ -100,13 +100,15 @@ class Walked(NamedTuple):
 
 
 def walk_schedule(outputs: list[tuple[str, Node]], first: list[Node], inputs: Sequence[Node],
-                  claimed: dict[Node, str], width: int) -> Walked | None:
+                  input_names: Sequence[str], claimed: dict[Node, str], width: int
+                  ) -> Walked | None:
     """`schedule._schedule`'s findings of `outputs` over their order (`first`: the first
     one's) for a DeferredProgram (`claimed`: `_claims(outputs)`; sums and products wider
     than `width` chained); None where the eager path must decide."""
     roots = [node for _, node in outputs]
     claim = claimed.get
-    input_code = {node: -2 * i - 2 for i, node in enumerate(inputs)}
+    input_code = {node: -2 * i - 2 for i, (node, _) in enumerate(
+        zip(inputs, input_names, strict=True))}  # (as many names as inputs, or ValueError)
     base = -2 * len(inputs) - 2
     code_of: dict[Node, int] = {}
     order: list[Node] = []
