@@ -14,7 +14,9 @@ Every program also carries its `Encoding` (operands as int codes, each step's op
 count): the tape builder, the census and the costs read that. Orders of more than
 `DEFER_MIN_NODES` nodes make a `DeferredProgram`, whose Steps are made from the codes on
 first use, which a program run on the tape never has: the 50,001-node DAG's two programs
-(167,780 steps) schedule in 0.43 s instead of 0.63 s of CPU (load ~3.5, 2026-12-01).
+(167,780 steps) schedule in 0.43 s instead of 0.63 s of CPU (load ~3.5, 2026-12-01). When the
+first output's order alone is that long, the rest is scheduled as it is walked
+(`lower.schedule_walk`: one pass a node, its negations settled after; 0.65 -> 0.47 s, load ~4.5).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from ..ir.node import Node
 from ..ir.ops import OPS, small_power
 from ..ir.printer import to_text
 from ..ir.traversal import bulk, capped_tree_sizes, topological_order, topological_prefixes
+from .schedule_walk import Walked, walk_schedule
 
 MAX_WIDTH = 16
 COMMENT_MAX_NODES = 8  # a step's comment shows its expression when the tree is this small
@@ -153,7 +156,10 @@ class Program:
 def _census(e: Encoding, n_inputs: int) -> dict[tuple[str, int, int | None], int]:
     """`Program.census` from an Encoding: the same counts, in the same order."""
     n = e.n_steps
-    ops, counts = e.ops[:n], e.counts[:n].tolist()
+    ops, counts = e.ops[:n], e.counts[:n]
+    if "pow" not in ops:  # counted as pairs: no list of 10^5 keys (0.07 -> 0.03 s at 50k)
+        return {(op, k, None): c for (op, k), c in Counter(zip(ops, counts)).items()}
+    counts = counts.tolist()
     keys = list(zip(ops, counts, repeat(None)))
     if "pow" in ops:
         starts = list(accumulate(counts, initial=0))
@@ -230,12 +236,20 @@ def schedule_all(jobs: Sequence[tuple[str, Sequence[tuple[str, Node]]]], inputs:
         k = len(outputs)
         if i != longest and k and whole[:k] == outputs:  # pairs: labels equal, nodes identical
             prefix_of[i] = k
-    order, ends = topological_prefixes([node for _, node in whole])
-    marks = sorted({ends[k - 1] for k in prefix_of.values()})
-    programs: list[Program | None] = [None] * len(jobs)
     if not jobs:
         return []
-    made = _schedule(jobs[longest][0], whole, order, inputs, input_names, comments, marks)
+    walked = None
+    first = topological_order([whole[0][1]]) if whole else []
+    if len(first) > DEFER_MIN_NODES:  # deferred: scheduled as walked (lower.schedule_walk)
+        walked = walk_schedule(whole, first, inputs, input_names, _claims(whole), MAX_WIDTH)
+    if walked is not None:
+        order, ends = walked.order, walked.ends
+        made = _walked_program(jobs[longest][0], whole, walked, input_names)
+    else:  # (the first output's walk is kept: `traversal.topological_prefixes`)
+        order, ends = topological_prefixes([node for _, node in whole])
+        marks = sorted({ends[k - 1] for k in prefix_of.values()})
+        made = _schedule(jobs[longest][0], whole, order, inputs, input_names, comments, marks)
+    programs: list[Program | None] = [None] * len(jobs)
     program, at_mark, operand, claimed, inlined, code_of = made[:6]
     programs[longest] = program
     for i, k in prefix_of.items():
@@ -275,8 +289,30 @@ def _same_choices(end: int, steps_made: int, claimed_here: dict[Node, str], made
     if any((code_of[node] - offset) >> 1 < steps_made for node in claimed
            if node not in claimed_here):
         return False  # a node of it is another output of the longer job: named after that
+    if inlined is None:  # scheduled as walked: its negations settled from the codes
+        return negations.prefix_agrees(end)
     return negations.feeding_only_sums(end, claimed_here) == {
         node for index, node in negations.found if index < end and node in inlined}
+
+
+def _walked_program(name: str, outputs: list[tuple[str, Node]], walked: Walked,
+                    input_names: Sequence[str]) -> tuple:
+    """`_schedule`'s result from what `schedule_walk` found (a DeferredProgram)."""
+    w, offset = walked, walked.offset
+    by_code: list[Operand | None] = [None] * offset
+    for i, ident in enumerate(input_names):
+        by_code[offset - 2 * i - 2] = Operand(NAME, ident)
+    for k, value in enumerate(w.constants):
+        by_code[offset - 2 * len(input_names) - 2 - 2 * k] = Operand(CONST, value)
+    for code in w.negated_inputs:  # the sum's template: `a - x`
+        by_code[code] = by_code[code ^ 1].negative()
+    encoding = Encoding(None, (), w.operands, [w.code_of[node] for _, node in outputs],
+                        w.constants, offset, w.ops, w.counts, w.n_steps)
+    made = DeferredProgram.make(name, tuple(input_names), by_code, w.labels, encoding)
+    operand = _Operands(w.code_of, by_code, made._operand)
+    slots = tuple((label, operand[node]) for label, node in outputs)
+    program = DeferredProgram.of(made, w.n_steps, name, slots, encoding._replace(outputs=slots))
+    return program, w.steps_at, operand, _claims(outputs), None, w.code_of, w.negations, offset
 
 
 def _schedule(name: str, outputs: list[tuple[str, Node]], order: list[Node],
