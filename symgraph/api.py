@@ -186,11 +186,8 @@ class CompiledFunction:
             self.value_and_grad, self.grad = points(VALUE_GRAD.name, [
                 self._bind(VALUE_GRAD.name, 1 + self._k, _VALUE_GRAD, "value_and_grad"),
                 self._bind(VALUE_GRAD.name, 1 + self._k, _GRAD, "grad")])
-            floats = self._points.floats(VALUE_GRAD.name, checked_floats(
-                self, [s.value for s in self.args]))
-            floats.__qualname__ = "CompiledFunction.value_and_grad_floats"
-            floats.__doc__ = CompiledFunction.value_and_grad_floats.__doc__
-            self.value_and_grad_floats = floats
+            self.value_and_grad_floats = self._points.floats(VALUE_GRAD.name, checked_floats(
+                self, [s.value for s in self.args]), CompiledFunction.value_and_grad_floats.__doc__)
 
     @property
     def programs(self) -> list:

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from ..backends.numba.cache import entry_point, resolve
+from ..backends.numba.cache import entry_point, fastcall, resolve
 from ..frontends.values import real_array
 
 Call = Callable[..., Any]
@@ -66,13 +66,16 @@ class PointEntries:
             call.__doc__ = method.__doc__
         return calls
 
-    def floats(self, kernel: str, slow: Call) -> Call:
-        """``fn.value_and_grad_floats``: `kernel`'s ``NAME_floats`` entry point behind one
-        try/except, where the module has it; else `slow`."""
+    def floats(self, kernel: str, slow: Call, doc: str) -> Call:
+        """``fn.value_and_grad_floats``: `kernel`'s ``NAME_floats`` as its own CPython entry
+        (runtime.fastcall: no Python frame) once compiled, else its entry point behind one
+        try/except, where the module has it; else `slow`. `doc` is the method's docstring."""
         floats = getattr(self.module, kernel + "_floats", None)
         if floats is None or self._real() is None:
-            return slow
-        return floats_method(self._entry(floats, (self._real(),) * self.n, "floats"), slow)
+            return _named(slow, doc)
+        stand_ins = (self._real(),) * self.n
+        entry = self._entry(floats, stand_ins, "floats")
+        return fastcall(floats, stand_ins, slow, doc) or _named(floats_method(entry, slow), doc)
 
     def _entry(self, kernel: Any, stand_ins: tuple, form: str) -> Call:
         """`kernel`'s entry point for the types of `stand_ins` (its machine code, no type
@@ -89,6 +92,11 @@ class PointEntries:
             return call(*args)
 
         return first
+
+
+def _named(method: Call, doc: str) -> Call:
+    method.__qualname__, method.__doc__ = "CompiledFunction." + FLOATS, doc
+    return method
 
 
 def floats_method(entry: Call, slow: Call) -> Call:
