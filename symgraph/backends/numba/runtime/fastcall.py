@@ -75,11 +75,37 @@ def add_fastcall(context: Any, builder: Any, count: int, result: Any) -> None:
         for item in (both, inner, *items):
             api.decref(item)  # (Py_DecRef: NULL is fine)
         b.ret(ir.Constant(pyobj, None))
-    api.tuple_setitem(both, 0, items[0])  # (each steals the item's reference)
-    api.tuple_setitem(both, 1, inner)
-    for i, item in enumerate(items[1:]):
-        api.tuple_setitem(inner, i, item)
+    for whole, i, item in [(both, 0, items[0]), (both, 1, inner),
+                           *((inner, i, item) for i, item in enumerate(items[1:]))]:
+        _set_item(b, api, whole, i, item)  # (each takes the item's reference)
     b.ret(both)
+
+_POINTER = ctypes.sizeof(ctypes.c_void_p)
+
+
+def _items() -> int | None:
+    """Where a tuple's items start (a byte offset, checked on a live tuple), or None."""
+    pointer = _POINTER
+    probe = (object(), object())
+    start = tuple.__basicsize__
+    ok = all(ctypes.c_void_p.from_address(id(probe) + start + i * pointer).value == id(item)
+             for i, item in enumerate(probe))
+    return start if ok and tuple.__itemsize__ == pointer else None
+
+
+_ITEMS = _items()
+
+
+def _set_item(b: Any, api: Any, whole: Any, i: int, item: Any) -> None:
+    """PyTuple_SET_ITEM: the store itself into a new tuple (PyTuple_SetItem's checks and call
+    cost 3-4 ns an item), where the layout is known."""
+    if _ITEMS is None:
+        api.tuple_setitem(whole, i, item)
+        return
+    address = b.gep(b.bitcast(whole, ir.IntType(8).as_pointer()),
+                    [ir.Constant(ir.IntType(64), _ITEMS + _POINTER * i)])
+    b.store(item, b.bitcast(address, api.pyobj.as_pointer()))
+
 
 def _argument(b: Any, api: Any, obj: Any, floats: Any, slow: Any, wrapper: Any) -> Any:
     """The double of `obj` if it is a float or an int (or of a subclass), else to `slow`."""
