@@ -9,11 +9,13 @@ for that signature (compiled before, or loaded from the cache), else a first cal
 compiles it and has the methods bound again, so that from the second call on there is no
 layer between the API's function and the machine code.
 
-``fn.value_and_grad_floats`` is ``value_grad_floats``'s entry point inside one try/except
-(`floats_method`): numbers in, ``(value, (g0, ..., g_{n-1}))`` out. Anything the entry point
-refuses (a wrong count, text, None, an array) goes to `checked_floats`, which says what is
-wrong naming the argument, or computes the same numbers through ``fn.value_and_grad`` (the
-Python backend, the tape and interpreted first calls take that path every time).
+``fn.value_and_grad_floats`` is, once ``value_grad_floats`` is compiled, the CPython entry
+that symgraph's Numba runtime emits beside its machine code (backends.numba.runtime.fastcall:
+numbers in, ``(value, (g0, ..., g_{n-1}))`` out, no Python frame), and before that its entry
+point inside one try/except (`floats_method`). Anything either refuses (a wrong count, text,
+None, an array) goes to `checked_floats`, which says what is wrong naming the argument, or
+computes the same numbers through ``fn.value_and_grad`` (the Python backend, the tape and
+interpreted first calls take that path every time).
 """
 
 from __future__ import annotations
