@@ -230,3 +230,21 @@ def test_value_and_grad_floats_needs_a_scalar_expression():
     fn = sg.compile([x * y, x + y], [x, y], backend="python")
     with pytest.raises(TypeError, match="value_and_grad_floats needs a scalar expression"):
         fn.value_and_grad_floats(1.0, 2.0)
+
+
+def test_the_floats_kernel_lowered_into_another_numba_function_gives_its_numbers():
+    # (the entry runtime.fastcall emits is for NAME_floats' own signature; another function
+    # calling the kernel, with another result type, compiles without one)
+    import numba
+
+    x, y = sg.symbols("x y")
+    fn = sg.compile(x * sg.sin(y) + x / y, [x, y], strategy="straight")
+    inner = fn.module._value_grad_floats
+
+    @numba.njit
+    def summed(a, b):
+        v, g = inner((a, b))
+        return v + g[0] + g[1]
+
+    value, gradient = fn.value_and_grad(1.5, 2.0)
+    assert summed(1.5, 2.0) == value + gradient[0] + gradient[1]

@@ -31,9 +31,10 @@ def add_fastcall(context: Any, builder: Any, count: int, result: Any) -> None:
     """Emit ``PREFIX + name`` for the function being lowered (a floats kernel of `count` real
     arguments returning `result`), if it has that native signature."""
     kernel = builder.function
-    doubles = kernel.function_type.args[2:]
-    if len(doubles) != count or any(not isinstance(t, ir.DoubleType) for t in doubles):
-        return  # (called from elsewhere than NAME_floats: no entry of its own)
+    returned, doubles = kernel.function_type.args[0], kernel.function_type.args[2:]
+    if (len(doubles) != count or any(not isinstance(t, ir.DoubleType) for t in doubles)
+            or returned != context.call_conv.get_return_type(result)):
+        return  # (lowered into another function than NAME_floats: no entry of its own)
     module = builder.module
     name = PREFIX + kernel.name
     if name in module.globals:
