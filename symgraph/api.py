@@ -396,7 +396,7 @@ class CompiledFunction:
     def value_and_grad_floats(self, *values: float) -> tuple[float, tuple[float, ...]]:
         """``(value, (g0, ..., g_{n-1}))`` of a scalar expression at the point given as one
         number per argument, all Python floats: the fastest 1-point call (with Numba, the
-        compiled kernel's own entry point behind one try/except; no array is made). Floats
+        compiled kernel's own CPython entry, no Python frame; no array is made). Floats
         and ints go in as they are, other real numbers (NumPy scalars, 0-d arrays) as
         ``value_and_grad`` reads them; a wrong count, text, None, complex, a masked value or
         an array is refused (TypeError naming the argument: ``value_and_grad`` takes arrays
