@@ -186,11 +186,8 @@ class CompiledFunction:
             self.value_and_grad, self.grad = points(VALUE_GRAD.name, [
                 self._bind(VALUE_GRAD.name, 1 + self._k, _VALUE_GRAD, "value_and_grad"),
                 self._bind(VALUE_GRAD.name, 1 + self._k, _GRAD, "grad")])
-            floats = self._points.floats(VALUE_GRAD.name, checked_floats(
-                self, [s.value for s in self.args]))
-            floats.__qualname__ = "CompiledFunction.value_and_grad_floats"
-            floats.__doc__ = CompiledFunction.value_and_grad_floats.__doc__
-            self.value_and_grad_floats = floats
+            self.value_and_grad_floats = self._points.floats(VALUE_GRAD.name, checked_floats(
+                self, [s.value for s in self.args]), CompiledFunction.value_and_grad_floats.__doc__)
 
     @property
     def programs(self) -> list:
@@ -399,7 +396,7 @@ class CompiledFunction:
     def value_and_grad_floats(self, *values: float) -> tuple[float, tuple[float, ...]]:
         """``(value, (g0, ..., g_{n-1}))`` of a scalar expression at the point given as one
         number per argument, all Python floats: the fastest 1-point call (with Numba, the
-        compiled kernel's own entry point behind one try/except; no array is made). Floats
+        compiled kernel's own CPython entry, no Python frame; no array is made). Floats
         and ints go in as they are, other real numbers (NumPy scalars, 0-d arrays) as
         ``value_and_grad`` reads them; a wrong count, text, None, complex, a masked value or
         an array is refused (TypeError naming the argument: ``value_and_grad`` takes arrays

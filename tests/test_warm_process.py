@@ -38,6 +38,8 @@ for _ in range(1000):  # interpreted until that pays (a load, in a warm process)
         break
     fn.value_and_grad(X)
 value, grad = fn.value_and_grad(0.5, 1.5)  # compiled
+fn.value_and_grad_floats(0.5, 1.5)  # (loads the floats kernel, binds its own CPython entry)
+floats = fn.value_and_grad_floats(0.5, 1.5)
 values, grads = fn.value_and_grad(X)
 from symgraph.backends.numba import vecmath
 
@@ -45,6 +47,8 @@ ran = {
     "value": value.hex(), "grad": [g.hex() for g in grad],
     "batch": [v.hex() for v in np.concatenate([values[::997], grads[::997].ravel()])],
     "switched": fn._built.made,
+    "floats": [floats[0].hex(), *(g.hex() for g in floats[1])],
+    "floats_entry": type(fn.value_and_grad_floats).__name__,
     "weighed": weighed,
     "decoded": [p.name for p in fn._built.programs if "steps" in vars(p)],
     "imported": sorted(m for m in ("symgraph.backends.numba.runtime.lowering",
@@ -84,6 +88,9 @@ def test_a_warm_process_loads_the_kernels_without_the_lowering_special_or_vecmat
     assert again["weighed"] == [] and again["decoded"] == []  # ... with no lane weight taken
     assert again["imported"] == []  # nothing that lowers or compiles
     assert again["vecmath_made"] == []  # the module's vexp/vsin/vlog: never made
+    # value_and_grad_floats: the entry emitted beside the floats kernel, from Numba's cache
+    assert again["floats_entry"] == first["floats_entry"] == "builtin_function_or_method"
+    assert again["floats"] == first["floats"] == [again["value"], *again["grad"]]
     for key in ("value", "grad", "batch"):
         assert again[key] == first[key]
 

@@ -9,11 +9,13 @@ for that signature (compiled before, or loaded from the cache), else a first cal
 compiles it and has the methods bound again, so that from the second call on there is no
 layer between the API's function and the machine code.
 
-``fn.value_and_grad_floats`` is ``value_grad_floats``'s entry point inside one try/except
-(`floats_method`): numbers in, ``(value, (g0, ..., g_{n-1}))`` out. Anything the entry point
-refuses (a wrong count, text, None, an array) goes to `checked_floats`, which says what is
-wrong naming the argument, or computes the same numbers through ``fn.value_and_grad`` (the
-Python backend, the tape and interpreted first calls take that path every time).
+``fn.value_and_grad_floats`` is, once ``value_grad_floats`` is compiled, the CPython entry
+that symgraph's Numba runtime emits beside its machine code (backends.numba.runtime.fastcall:
+numbers in, ``(value, (g0, ..., g_{n-1}))`` out, no Python frame), and before that its entry
+point inside one try/except (`floats_method`). Anything either refuses (a wrong count, text,
+None, an array) goes to `checked_floats`, which says what is wrong naming the argument, or
+computes the same numbers through ``fn.value_and_grad`` (the Python backend, the tape and
+interpreted first calls take that path every time).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from ..backends.numba.cache import entry_point, resolve
+from ..backends.numba.cache import entry_point, fastcall, resolve
 from ..frontends.values import real_array
 
 Call = Callable[..., Any]
@@ -66,13 +68,16 @@ class PointEntries:
             call.__doc__ = method.__doc__
         return calls
 
-    def floats(self, kernel: str, slow: Call) -> Call:
-        """``fn.value_and_grad_floats``: `kernel`'s ``NAME_floats`` entry point behind one
-        try/except, where the module has it; else `slow`."""
+    def floats(self, kernel: str, slow: Call, doc: str) -> Call:
+        """``fn.value_and_grad_floats``: `kernel`'s ``NAME_floats`` as its own CPython entry
+        (runtime.fastcall: no Python frame) once compiled, else its entry point behind one
+        try/except, where the module has it; else `slow`. `doc` is the method's docstring."""
         floats = getattr(self.module, kernel + "_floats", None)
         if floats is None or self._real() is None:
-            return slow
-        return floats_method(self._entry(floats, (self._real(),) * self.n, "floats"), slow)
+            return _named(slow, doc)
+        stand_ins = (self._real(),) * self.n
+        entry = self._entry(floats, stand_ins, "floats")
+        return fastcall(floats, stand_ins, slow, doc) or _named(floats_method(entry, slow), doc)
 
     def _entry(self, kernel: Any, stand_ins: tuple, form: str) -> Call:
         """`kernel`'s entry point for the types of `stand_ins` (its machine code, no type
@@ -89,6 +94,11 @@ class PointEntries:
             return call(*args)
 
         return first
+
+
+def _named(method: Call, doc: str) -> Call:
+    method.__qualname__, method.__doc__ = "CompiledFunction." + FLOATS, doc
+    return method
 
 
 def floats_method(entry: Call, slow: Call) -> Call:

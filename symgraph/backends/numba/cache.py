@@ -229,6 +229,23 @@ def entry_point(dispatcher: Any, args: tuple) -> Callable[..., Any] | None:
     return entry if callable(entry) else None
 
 
+def fastcall(dispatcher: Any, args: tuple, slow: Callable[..., Any],
+             doc: str) -> Callable[..., Any] | None:
+    """The CPython entry that symgraph's runtime emits beside a floats kernel's machine code for
+    arguments of the types of `args` (runtime.fastcall), `slow` taking what it refuses; None
+    if the dispatcher holds no such code (not compiled yet, or compiled without the runtime)."""
+    overload = getattr(dispatcher, "overloads", {}).get(tuple(_plain_type(a) for a in args))
+    if overload is None:
+        return None
+    from .runtime import fastcall as made
+
+    address = overload.library.get_pointer_to_function(made.PREFIX
+                                                       + overload.fndesc.mangled_name)
+    if not address:
+        return None
+    return made.method(address, slow, overload.library, "value_and_grad_floats", doc)
+
+
 def resolve(dispatcher: Any, stand_ins: tuple) -> Callable[..., Any]:
     """`dispatcher`'s entry point for the plain types of `stand_ins`: from the on-disk cache,
     else compiled for exactly that signature (however the first real arguments look: a

@@ -8,8 +8,8 @@ A call of ``fn.value_and_grad(x, y)`` is one small Python function and one compi
   the value and writes the gradient into ``_g``: no input array to build, no output array to
   slice. ``value_point(_x)`` returns the value alone.
 * ``value_grad_floats(x, y)`` (jitted; ``floats_line``) returns ``(value, (g0, g1))``: floats
-  in, floats out, no array at all. Its compiled entry point is ``fn.value_and_grad_floats``
-  (behind one try/except in runtime.points).
+  in, floats out, no array at all. ``fn.value_and_grad_floats`` is the CPython entry the
+  runtime emits beside its machine code (runtime.fastcall; runtime.points binds it).
 * ``NAME_api(_point, _points, _slow, ...)`` makes the function the API binds as
   ``value_and_grad``, ``grad`` or the value call. Numbers go to the kernel's entry point as
   the call's own tuple, unchecked: the entry point's typing (`real`, in the runtime) takes

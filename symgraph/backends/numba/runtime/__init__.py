@@ -10,7 +10,8 @@ lowered one by one (`lowering`), a tenth of Numba's compile time for the same ma
 ``point_line(NAME_steps)`` the same steps for ``NAME_point`` (a point as a tuple of floats,
 the value returned, the gradient into an array: what the API's one-point calls run), and
 ``floats_line(NAME_steps, k)`` for ``NAME_floats`` (the value and the k gradient entries
-returned as floats, no array: ``fn.value_and_grad_floats``); their compiled entry points take
+returned as floats, no array; `fastcall` emits its own CPython entry, which is
+``fn.value_and_grad_floats``); their compiled entry points take
 `real` numbers (``real``: unboxed like ``float()`` of a number, never parsing text).
 ``_NAME_lanes = lane_loops(NAME_lanes, NAME_steps, ...)`` runs a lane kernel's loops on a
 chunk of a batch (`lanes`); `fetch_add` and `load_acquire` are the atomic claims with which
@@ -28,7 +29,8 @@ symgraph generates or exports touches them. It checks itself before use:
 The lowering's own modules (`lowering`, `lanes`, `sums`, and through them the special
 functions) are imported by the typers, when Numba compiles: a process whose kernels all come
 from Numba's cache imports only this adapter, `real` and `claims` (1.2-1.7 ms of CPU, against
-2-5 ms with all of them, load ~3).
+2-5 ms with all of them, load ~3), and `fastcall` when ``fn.value_and_grad_floats`` binds the
+entry emitted beside a floats kernel (ctypes and llvmlite's IR classes: loaded by `real`).
 
 When a check fails, a warning says why, and kernels compile with Numba's public API instead
 (`plain`): the same numbers, compiles up to ten times slower, batches row by row (and on one
@@ -60,19 +62,22 @@ from .real import as_float64, real  # noqa: F401 - real: the point kernels' argu
 _INTERNALS = [("numba.extending", "intrinsic")] + [
     ("numba.core.cgutils", name) for name in (
         "get_item_pointer", "alloca_once", "alloca_once_value", "unpack_tuple",
-        "for_range_slice", "for_range", "if_unlikely")] + [
+        "for_range_slice", "for_range", "if_unlikely", "is_not_null")] + [
     ("numba.core.pythonapi", f"PythonAPI.{name}") for name in (
         "float_as_double", "c_api_error", "get_type", "get_c_object", "err_set_string",
-        "_get_function")] + [
+        "_get_function", "tuple_getitem", "tuple_new", "tuple_setitem", "float_from_double",
+        "err_occurred", "err_clear", "decref")] + [
+    ("numba.core.callconv", "CPUCallConv.call_function")] + [
     ("numba.core.base", f"BaseContext.{name}") for name in (
         "make_array", "get_constant", "cast", "get_function", "make_tuple", "unpack_value",
         "pack_value", "get_value_type", "get_data_type", "get_dummy_value",
-        "compile_internal")] + [
+        "compile_internal", "get_python_api", "get_argument_type")] + [
     ("numba.core.typing.context", f"BaseContext.{name}") for name in (
         "resolve_value_type", "resolve_function_type", "unify_types")] + [
     ("llvmlite.ir", f"IRBuilder.{name}") for name in (
         "select", "bitcast", "or_", "and_", "mul", "add", "sub", "icmp_signed", "gep",
-        "atomic_rmw", "load_atomic", "call", "ret_void")] + [
+        "atomic_rmw", "load_atomic", "call", "ret_void", "cbranch", "phi", "extract_value",
+        "icmp_unsigned", "position_at_end", "goto_block")] + [
     ("llvmlite.ir", name) for name in ("Function", "FunctionType", "VoidType")]
 
 

@@ -25,6 +25,8 @@ import numpy as np
 from numba import types
 from numba.core import cgutils
 
+from .fastcall import add_fastcall
+
 _BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
            ast.Div: operator.truediv, ast.Pow: operator.pow, ast.BitAnd: operator.and_,
            ast.LShift: operator.lshift, ast.RShift: operator.rshift}
@@ -114,6 +116,7 @@ def lower_floats(body, count, context, builder, signature, args):
     values = [builder.load(o) for o in outs]
     result = signature.return_type
     gradient = context.make_tuple(builder, result.types[1], values[1:])
+    add_fastcall(context, builder, signature.args[0].count, result)  # its own CPython entry
     return context.make_tuple(builder, result, [values[0], gradient])
 
 
