@@ -282,7 +282,8 @@ class Deferred(MadeOnUse):
         on_tape = record.get("on_tape") or ()  # (decided and kept by an earlier process)
         self.pending = {p.name: Pending(p.name, p.op_count, lambda: self.interpreter,
                                         self.straight, lambda: cached, p.name in on_tape,
-                                        lambda p=p: p.cost, functools.partial(lane_units, p))
+                                        lambda p=p: p.cost, functools.partial(lane_units, p),
+                                        lambda p=p: p.census)
                         for p in programs}
         self.rows: dict[str, Kernel] = {n: p.row for n, p in self.pending.items()}
         self.batches: dict[str, Kernel] = {n: p.batch for n, p in self.pending.items()}
