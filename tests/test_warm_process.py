@@ -58,6 +58,9 @@ from llvmlite.binding import ffi
 # Numba's runtime from the kept copy, its bitcode not parsed; llvmlite's lock events quiet
 ran["runtime_bitcode_parsed"] = "_sg_bitcode" not in vars(rtsys._library)
 ran["events_quiet"] = all(getattr(enter, "_sg_quiet", False) for enter, _ in ffi.lib._lock._cblist)
+from symgraph.backends.numba.cache import dispatchers_of
+ran["caches_unmade"] = sorted(d.__name__ for d in dispatchers_of(fn._built.module)
+                              if type(d._cache).__name__ == "CacheOnUse")
 if sys.argv[2].startswith("miss"):  # then a cache miss: an expression not compiled yet
     a = float(sys.argv[2][4:])
     new = sg.compile(sg.exp(x) * sg.cos(y) + sg.gamma(x + a) + sg.tanh(x * y), [x, y],
@@ -92,6 +95,9 @@ def test_a_warm_process_loads_the_kernels_without_the_lowering_special_or_vecmat
     assert again["imported"] == []  # nothing that lowers or compiles
     assert again["vecmath_made"] == []  # the module's vexp/vsin/vlog: never made
     assert not again["runtime_bitcode_parsed"] and again["events_quiet"]
+    # Numba's cache made for the kernels it loaded only: the value kernels' never (nor checked)
+    assert {"value_row", "value_chunks", "value_point"} <= set(again["caches_unmade"])
+    assert "value_grad_chunks" not in again["caches_unmade"]
     for key in ("value", "grad", "batch"):
         assert again[key] == first[key]
 

@@ -115,6 +115,8 @@ def checked(dispatchers: Iterable[Any]) -> None:
     failure of the call."""
     for dispatcher in dispatchers:
         cache = getattr(dispatcher, "_cache", None)
+        if type(cache) is CacheOnUse:  # (checked when it is made)
+            continue
         cache_file = getattr(cache, "_cache_file", None)
         if cache_file is None or getattr(cache, "_symgraph_checked", False):
             continue
@@ -194,7 +196,7 @@ def place_cache() -> str | None:
 
 _folders_checked: set[str] = set()  # cache folders Numba found writable in this process
 _patch = threading.Lock()
-_patched = [0, None]  # how many `folders_checked_once` are open; Numba's own check
+_patched = [0, None, None]  # how many `folders_checked_once` are open; Numba's own methods
 
 
 @contextlib.contextmanager
@@ -203,16 +205,22 @@ def folders_checked_once() -> Iterator[None]:
     ``cache=True`` function it defines (its locator makes the folder and a temporary file in
     it for each: ~0.25 ms a function, 20 ms for the tape interpreter's 93 on a loaded
     machine). The first check of each folder is Numba's own, so an unwritable one still fails
-    as it would."""
+    as it would. And a ``cache=True`` function defined within gets its cache on first use
+    (`CacheOnUse`), not when it is defined."""
     caching = sys.modules.get("numba.core.caching")
+    dispatching = sys.modules.get("numba.core.dispatcher")
     locator = getattr(caching, "_CacheLocator", None)
-    if locator is None or "ensure_cache_path" not in vars(locator):
+    dispatcher = getattr(dispatching, "Dispatcher", None)
+    if (locator is None or "ensure_cache_path" not in vars(locator) or dispatcher is None
+            or "enable_caching" not in vars(dispatcher)):
         yield
         return
     with _patch:
         if _patched[0] == 0:
             _patched[1] = vars(locator)["ensure_cache_path"]
+            _patched[2] = vars(dispatcher)["enable_caching"]
             locator.ensure_cache_path = _ensure_once
+            dispatcher.enable_caching = _cache_on_use
         _patched[0] += 1
     try:
         yield
@@ -221,6 +229,40 @@ def folders_checked_once() -> Iterator[None]:
             _patched[0] -= 1
             if _patched[0] == 0:
                 locator.ensure_cache_path = _patched[1]
+                dispatcher.enable_caching = _patched[2]
+
+
+_making = threading.RLock()  # (re-entrant: checking a cache may ask for the dispatcher's)
+
+
+def _cache_on_use(self: Any) -> None:
+    self._cache = CacheOnUse(self, _patched[2])
+
+
+class CacheOnUse:
+    """A dispatcher's Numba cache (`FunctionCache`), made and `checked` when first asked for
+    anything. Numba makes it when a ``cache=True`` function is defined: its locator, the
+    source's stamp and the index's name, ~0.17 ms a function, for every kernel of a
+    generated module (7 for value and gradient) though a warm process loads one or two."""
+
+    __slots__ = ("_sg_dispatcher", "_sg_enable", "_sg_made")
+
+    def __init__(self, dispatcher: Any, enable: Any) -> None:
+        self._sg_dispatcher, self._sg_enable, self._sg_made = dispatcher, enable, None
+
+    def made(self) -> Any:
+        """The dispatcher's own cache, made (once) and checked."""
+        if self._sg_made is None:
+            with _making:
+                if self._sg_made is None:
+                    dispatcher = self._sg_dispatcher
+                    self._sg_enable(dispatcher)  # Numba's enable_caching: a FunctionCache
+                    checked((dispatcher,))
+                    self._sg_made = dispatcher._cache
+        return self._sg_made
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.made(), name)
 
 
 def _ensure_once(self: Any) -> None:
