@@ -256,7 +256,12 @@ class CacheOnUse:
             with _making:
                 if self._sg_made is None:
                     dispatcher = self._sg_dispatcher
-                    self._sg_enable(dispatcher)  # Numba's enable_caching: a FunctionCache
+                    try:
+                        self._sg_enable(dispatcher)  # Numba's enable_caching: a FunctionCache
+                    except Exception:  # noqa: BLE001 - its file gone since (no locator for a
+                        from numba.core.caching import NullCache  # deleted folder): compiled,
+
+                        dispatcher._cache = NullCache()  # not cached, as with a full disk
                     checked((dispatcher,))
                     self._sg_made = dispatcher._cache
         return self._sg_made
