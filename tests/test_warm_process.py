@@ -56,12 +56,22 @@ ran = {
                                    "symgraph.backends.numba.special") if m in sys.modules),
     "vecmath_made": sorted(n for n in vecmath.PUBLIC if getattr(vecmath, n)._made is not None),
 }
+from numba.core.runtime import rtsys
+from llvmlite.binding import ffi
+
+# Numba's runtime from the kept copy, its bitcode not parsed; llvmlite's lock events quiet
+ran["runtime_bitcode_parsed"] = "_sg_bitcode" not in vars(rtsys._library)
+ran["events_quiet"] = all(getattr(enter, "_sg_quiet", False) for enter, _ in ffi.lib._lock._cblist)
+from symgraph.backends.numba.cache import dispatchers_of
+ran["caches_unmade"] = sorted(d.__name__ for d in dispatchers_of(fn._built.module)
+                              if type(d._cache).__name__ == "CacheOnUse")
 if sys.argv[2].startswith("miss"):  # then a cache miss: an expression not compiled yet
     a = float(sys.argv[2][4:])
     new = sg.compile(sg.exp(x) * sg.cos(y) + sg.gamma(x + a) + sg.tanh(x * y), [x, y],
                      cache_dir=sys.argv[1], strategy="straight")
     nv, ng = new.value_and_grad(X)
     ran["miss"] = [nv[::997].tolist(), ng[::997].tolist()]
+    ran["runtime_bitcode_parsed"] = "_sg_bitcode" not in vars(rtsys._library)  # linked in
 print(json.dumps(ran))
 """
 
@@ -91,6 +101,10 @@ def test_a_warm_process_loads_the_kernels_without_the_lowering_special_or_vecmat
     # value_and_grad_floats: the entry emitted beside the floats kernel, from Numba's cache
     assert again["floats_entry"] == first["floats_entry"] == "builtin_function_or_method"
     assert again["floats"] == first["floats"] == [again["value"], *again["grad"]]
+    assert not again["runtime_bitcode_parsed"] and again["events_quiet"]
+    # Numba's cache made for the kernels it loaded only: the value kernels' never (nor checked)
+    assert {"value_row", "value_chunks", "value_point"} <= set(again["caches_unmade"])
+    assert "value_grad_chunks" not in again["caches_unmade"]
     for key in ("value", "grad", "batch"):
         assert again[key] == first[key]
 
@@ -103,6 +117,7 @@ def test_a_cache_miss_in_a_warm_process_compiles_through_what_it_did_not_import(
     again = _run(cache, f"miss{a}")
     for key in ("value", "grad", "batch"):
         assert again[key] == first[key]
+    assert again["runtime_bitcode_parsed"]  # the compile linked the lazily loaded runtime in
     X = np.linspace(0.1, 2.0, 40000).reshape(20000, 2)[::997]
     x, y = X[:, 0], X[:, 1]
     value, grad = (np.array(v) for v in again["miss"])
@@ -171,3 +186,66 @@ def test_a_kept_module_is_imported_without_hashing_again_and_written_again_if_go
     monkeypatch.setattr(loading, "source_digest", no_hashing)
     again, again_path = loading.load_source(text, tmp_path, kept=name)
     assert again_path == path and path.read_text() == text and again.VALUE == 42
+
+
+def test_llvmlites_lock_events_reach_a_listener_as_numbas_own_pair_sends_them_and_none_else():
+    import llvmlite.binding as ll
+    from numba.core import event
+
+    from symgraph.backends.numba.runtime import startup
+
+    assert startup.quiet_llvm_events()  # (in place since the runtime's import; idempotent)
+    made = []
+    start = event.start_event
+    try:
+        event.start_event = lambda kind, data=None: made.append(kind) or start(kind, data)
+        ll.get_process_triple()  # an llvmlite call, no one listening: no event made
+        assert made == []
+        with event.install_recorder("numba:llvm_lock") as recorder:
+            ll.get_process_triple()
+        statuses = [e.status for _, e in recorder.buffer]  # (a start and an end per call)
+        assert statuses and statuses == [event.EventStatus.START,
+                                          event.EventStatus.END] * (len(statuses) // 2)
+        assert len(made) == len(statuses) // 2
+    finally:
+        event.start_event = start
+
+
+def test_plain_argument_types_are_numbas_own_types_of_them():
+    from numba import typeof, types
+
+    from symgraph.backends.numba.cache import _plain_type
+
+    samples = [np.zeros((3, 2)), np.zeros(4, np.int64), np.zeros(2, np.int32), 3, 2.5, None,
+               (1.0, 2.0), np.float64(1.5)]
+    for value in samples:
+        assert _plain_type(value) == typeof(value if not isinstance(value, np.float64)
+                                            else float(value)), value
+    assert _plain_type(types.float64) is types.float64  # a Numba type stands for itself
+    for refused in (np.zeros((3, 2))[:, 0], np.zeros(3, np.float32), True, "x", (1.0, 2)):
+        assert _plain_type(refused) is None
+
+
+def test_the_interpret_first_rule_weighs_ops_numpy_runs_in_python_by_their_np_ns():
+    from symgraph.ir.ops import OPS
+    from symgraph.runtime import interpret
+
+    in_python = {n for n, s in OPS.items() if isinstance(s.evaluate, np.vectorize)}
+    assert {"erf", "erfc", "cbrt", "gamma", "besselj"} <= in_python
+    for name, spec in OPS.items():  # an np.vectorize form costs more than its `cost` says
+        assert (spec.np_ns > interpret.INTERP_BATCH_NS_PER_OP * spec.cost) == (
+            name in in_python), name
+    census = {("erf", 1, None): 8, ("mul", 2, None): 90, ("exp", 1, None): 4}
+    per_point = 8 * (OPS["erf"].np_ns - interpret.INTERP_BATCH_NS_PER_OP * OPS["erf"].cost)
+    assert interpret.python_element_ns(census) == per_point
+    without = interpret.batch_loss_ns(102, 20_000, 186)
+    assert interpret.batch_loss_ns(102, 20_000, 186, per_point) == without + per_point * 20_000
+
+    def pending(census: dict) -> interpret.Pending:
+        return interpret.Pending("value_grad", 300, lambda: None, lambda: None, lambda: True,
+                                 cost=lambda: 400, census=lambda: census)
+
+    X, OUT = np.zeros((2_000, 6)), np.zeros((2_000, 7))  # (~2 ms lost: under any budget)
+    assert pending({("mul", 2, None): 300})._batch_now(X, OUT)  # interpreted ...
+    assert not pending({("gamma", 1, None): 1, ("mul", 2, None): 299})._batch_now(X, OUT)
+    # ... but one gamma (~28 us a point in Python) makes the batch switch at once

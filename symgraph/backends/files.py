@@ -7,8 +7,9 @@ folder flushed), so no reader ever sees part of one, not even after a power cut;
 modes the umask gives (0666 & ~umask), so a cache folder can be shared. Modules are imported
 from their real path, so tracebacks, `inspect.getsource` and Numba's on-disk cache (keyed by
 the file's path) work on them; their text is also kept in `linecache`, so a file deleted
-after import still compiles. Their bytecode is kept with a digest (`_CheckedLoader`): a
-damaged copy is compiled again, never run.
+after import still compiles. Their bytecode is kept with a check (`_CheckedLoader`: a digest
+of the text it was compiled from, the code's length and CRC): a damaged copy is compiled
+again, never run.
 
 A cache folder that cannot be written (read-only, another user's, a file in the way) gives
 way to a private temporary folder, with a warning (`cache_folder`).
@@ -25,6 +26,7 @@ import os
 import sys
 import threading
 import warnings
+import zlib
 from pathlib import Path
 from types import CodeType, ModuleType
 
@@ -245,18 +247,28 @@ class _CheckedLoader(importlib.machinery.SourceFileLoader):
         salt = importlib.util.MAGIC_NUMBER + digest.encode()
         try:
             data = kept.read_bytes()
-            if hashlib.sha256(salt + data[32:]).digest() == data[:32]:
-                return marshal.loads(data[32:])
+            if _code_check(salt, memoryview(data)[32:]) == data[:32]:
+                return marshal.loads(memoryview(data)[32:])
         except (OSError, ValueError, EOFError, TypeError):
             pass
         code = compile(self._source.encode(), self.path, "exec", dont_inherit=True)
         if not sys.dont_write_bytecode:
             data = marshal.dumps(code)
             try:
-                write_atomically(kept, hashlib.sha256(salt + data).digest() + data, sync=False)
+                write_atomically(kept, _code_check(salt, data) + data, sync=False)
             except OSError:  # only a faster next import lost
                 pass
         return code
+
+
+def _code_check(salt: bytes, data: bytes | memoryview) -> bytes:
+    """The 32 bytes before kept bytecode: a SHA-256 of `salt` (the text's digest and Python's
+    bytecode version: another text's bytecode never matches) with the code's length and
+    CRC-32 (a truncated or bit-flipped copy: the CRC finds every error burst of up to 32 bits,
+    and misses other damage 1 time in 2^32). A SHA-256 of the whole code took 0.5-0.6 ms for
+    each of a 1,000-operation function's two modules (~250 kB), the CRC ~0.1."""
+    size = len(data).to_bytes(8, "little") + zlib.crc32(data).to_bytes(4, "little")
+    return hashlib.sha256(salt + size).digest()
 
     def get_source(self, fullname: str) -> str:
         return self._source

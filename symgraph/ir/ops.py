@@ -221,7 +221,8 @@ _func("sqrt", np.sqrt, lambda x, out: 0.5 / out, cost=4, latex=r"\sqrt{{{0}}}", 
 _func("cbrt", cbrt_array, lambda x, out: 1.0 / (3.0 * out * out), py="_cbrt({0})",
       np_="_cbrt_np({0})", nb="vcbrt({0})", latex=r"\sqrt[3]{{{0}}}",
       np_prelude=(cuberoot_source("_cbrt"), "_cbrt_np = np.vectorize(_cbrt, otypes=[float])"),
-      sympy=lambda sp, x: sp.sign(x) * sp.Abs(x) ** sp.Rational(1, 3), domain=(0.1, 4.0))
+      sympy=lambda sp, x: sp.sign(x) * sp.Abs(x) ** sp.Rational(1, 3), domain=(0.1, 4.0),
+      np_ns=1650.0)
 _func("exp", np.exp, lambda x, out: out, latex=r"e^{{{0}}}", lanes="vexp({0})",
       sympy_names=("exp",), method=True)
 _func("expm1", np.expm1, lambda x, out: out + 1.0, latex=r"\left(e^{{{0}}} - 1\right)",
@@ -266,12 +267,12 @@ _arc("atanh", np.arctanh, lambda x, out: 1.0 / (1.0 - x * x),
 _func("erf", np.vectorize(math.erf, otypes=[float]),
       lambda x, out: SQRT_PI_2 * (-(x * x)).call("exp"), np_="_erf({0})",
       latex=r"\operatorname{{erf}}\left({0}\right)", lanes="verf({0})", sympy_names=("erf",),
-      finite=True,
+      finite=True, np_ns=75.0,
       np_prelude=("_erf = np.vectorize(math.erf, otypes=[float])",))
 _func("erfc", np.vectorize(math.erfc, otypes=[float]),
       lambda x, out: -SQRT_PI_2 * (-(x * x)).call("exp"), np_="_erfc({0})",
       latex=r"\operatorname{{erfc}}\left({0}\right)", sympy_names=("erfc",), finite=True,
-      np_prelude=("_erfc = np.vectorize(math.erfc, otypes=[float])",))
+      np_ns=70.0, np_prelude=("_erfc = np.vectorize(math.erfc, otypes=[float])",))
 
 # Piecewise functions: derivative conventions in the module docstring.
 _func("abs", np.abs, lambda x, out: x.call("sign"), py="abs({0})", np_="np.abs({0})", cost=1,
@@ -392,34 +393,36 @@ def _lbeta_partials(a, out):
 
 
 _special("gamma", 1, lambda a, out: (out * a[0].call("digamma"),), r"\Gamma\left({0}\right)",
-         ((0.2, 4.0),), sympy_names=("gamma",))
+         ((0.2, 4.0),), sympy_names=("gamma",), np_ns=28_000.0)
 _special("lgamma", 1, lambda a, out: (a[0].call("digamma"),),
          r"\ln\Gamma\left({0}\right)", ((0.2, 6.0),), sympy_names=("loggamma",),
-         spellings=("lgamma", "loggamma", "gammaln"))
+         spellings=("lgamma", "loggamma", "gammaln"), np_ns=25_000.0)
 _special("digamma", 1, lambda a, out: (apply_polygamma(1.0, a[0]),), r"\psi\left({0}\right)",
-         ((0.2, 6.0),), sympy_names=("digamma",), spellings=("digamma", "psi"))
+         ((0.2, 6.0),), sympy_names=("digamma",), spellings=("digamma", "psi"), np_ns=4_000.0)
 _special("polygamma", 2, lambda a, out: (None, (a[0] + 1.0).call("polygamma", a[1])),
          r"\psi^{{({0})}}\left({1}\right)", ((0.0, 3.0), (0.2, 6.0)),
-         sympy_names=("polygamma",), integer_arguments=(0,))
+         sympy_names=("polygamma",), integer_arguments=(0,), np_ns=220_000.0)
 _special("beta", 2, _beta_partials, r"\mathrm{{B}}\left({0}, {1}\right)",
-         ((0.2, 4.0), (0.2, 4.0)), sympy_names=("beta",))
+         ((0.2, 4.0), (0.2, 4.0)), sympy_names=("beta",), np_ns=140_000.0)
 _special("lbeta", 2, _lbeta_partials, r"\ln\mathrm{{B}}\left({0}, {1}\right)",
          ((0.2, 4.0), (0.2, 4.0)), spellings=("lbeta", "betaln"),
-         sympy=lambda sp, a, b: sp.loggamma(a) + sp.loggamma(b) - sp.loggamma(a + b))
+         sympy=lambda sp, a, b: sp.loggamma(a) + sp.loggamma(b) - sp.loggamma(a + b),
+         np_ns=140_000.0)
 _special("erfinv", 1, lambda a, out: (SQRT_PI_HALF * (out * out).call("exp"),),
-         r"\operatorname{{erf}}^{{-1}}\left({0}\right)", ((-0.9, 0.9),), sympy_names=("erfinv",))
+         r"\operatorname{{erf}}^{{-1}}\left({0}\right)", ((-0.9, 0.9),), sympy_names=("erfinv",),
+         np_ns=6_300.0)
 _special("erfcinv", 1, lambda a, out: (-SQRT_PI_HALF * (out * out).call("exp"),),
          r"\operatorname{{erfc}}^{{-1}}\left({0}\right)", ((0.1, 1.9),),
-         sympy=lambda sp, z: sp.erfinv(1 - z))  # SymPy cannot evaluate its erfcinv
+         sympy=lambda sp, z: sp.erfinv(1 - z), np_ns=6_100.0)  # SymPy cannot evaluate its erfcinv
 _special("besselj", 2, _order_shift("besselj"), r"J_{{{0}}}\left({1}\right)",
          ((0.0, 3.0), (-3.0, 3.0)), sympy_names=("besselj",), integer_arguments=(0,),
-         spellings=("besselj", "jv"), cost=32)
+         spellings=("besselj", "jv"), cost=32, np_ns=270_000.0)
 _special("bessely", 2, _order_shift("bessely"), r"Y_{{{0}}}\left({1}\right)",
          ((0.0, 3.0), (0.2, 6.0)), sympy_names=("bessely",), integer_arguments=(0,),
-         spellings=("bessely", "yv"), cost=32)
+         spellings=("bessely", "yv"), cost=32, np_ns=440_000.0)
 _special("xlogy", 2, lambda a, out: (a[1].call("log"), a[0] / a[1]),
          r"{0} \log\left({1}\right)", (DEFAULT_DOMAIN, (0.1, 4.0)),
-         sympy=lambda sp, x, y: x * sp.log(y), cost=TRANSCENDENTAL)
+         sympy=lambda sp, x, y: x * sp.log(y), cost=TRANSCENDENTAL, np_ns=160.0)
 
 
 # ---------------------------------------------------------------------------------------------

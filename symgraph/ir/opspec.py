@@ -15,6 +15,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+# An np.vectorize of a Python function whose time is not given: a call of a small Python
+# function per element (erf's math.erf: ~70 ns; symgraph's cbrt: ~1,650).
+PYTHON_ELEMENT_NS = 1000.0
+
 
 @dataclass(frozen=True)
 class OpSpec:
@@ -38,6 +42,10 @@ class OpSpec:
     np_prelude: tuple[str, ...] = field(default=())  # helper lines the NumPy template needs
     nb_prelude: tuple[str, ...] = field(default=())  # and the Numba one (imports of callees)
     cost: int = 1  # in multiplications: how a program's size is weighed (schedule.Program.cost)
+    # ns per element of the `np` form where it runs Python per element (np.vectorize), which
+    # `cost` (libm's and NumPy's ufuncs) undercounts 3-10,000x; runtime.interpret weighs it.
+    # None: 0 for a ufunc, PYTHON_ELEMENT_NS for an np.vectorize.
+    np_ns: float | None = None
     lanes: Any = None  # lane kernels' template (vecmath calls); None: the `nb` one
     # -- traits: what the stages ask about an op ----------------------------------------------
     title: str = ""  # human name (pictures, docs): "Multiply"; "": the name
@@ -62,6 +70,7 @@ class OpSpec:
             "spellings": () if self.infix else (self.name,),
             "domain": (DEFAULT_DOMAIN,) * (2 if self.arity < 0 else self.arity),
             "sympy": _sympy_class(self.sympy_names[0] if self.sympy_names else self.name),
+            "np_ns": PYTHON_ELEMENT_NS if type(self.evaluate).__name__ == "vectorize" else 0.0,
         }
         for key, value in default.items():
             if getattr(self, key) in (None, "", ()):

@@ -207,6 +207,8 @@ def build(outputs: Sequence[Node], args: Sequence[Node], wrt: Sequence[Node], *,
     else:
         kept = record.get("module") if source else None  # (read and checked: kept_source)
         source = source or render_source(programs, outputs, args, backend)
+        if backend.prepare is not None:
+            backend.prepare()
         module, path = load_source(source, folder, kept=kept)
         backend.load(module)
     return _finish(Build(backend, chosen, products, programs, module, path, source, folder, key),
@@ -282,7 +284,8 @@ class Deferred(MadeOnUse):
         on_tape = record.get("on_tape") or ()  # (decided and kept by an earlier process)
         self.pending = {p.name: Pending(p.name, p.op_count, lambda: self.interpreter,
                                         self.straight, lambda: cached, p.name in on_tape,
-                                        lambda p=p: p.cost, functools.partial(lane_units, p))
+                                        lambda p=p: p.cost, functools.partial(lane_units, p),
+                                        lambda p=p: p.census)
                         for p in programs}
         self.rows: dict[str, Kernel] = {n: p.row for n, p in self.pending.items()}
         self.batches: dict[str, Kernel] = {n: p.batch for n, p in self.pending.items()}
@@ -332,6 +335,8 @@ class Deferred(MadeOnUse):
             record = {}
         else:
             programs = self.programs
+        if self.backend.prepare is not None:
+            self.backend.prepare()
         module, path = load_source(source, self._folder, kept=kept)
         self.backend.load(module)
         built = Build(self.backend, STRAIGHT, self.products, programs, module, path, source,

@@ -57,6 +57,9 @@ from numba import types
 
 from . import plain
 from .real import as_float64, real  # noqa: F401 - real: the point kernels' argument type
+from .startup import quiet_llvm_events
+
+quiet_llvm_events()  # (before a generated module's kernels make Numba's target context)
 
 # Every internal the lowering, the lanes and the claims use: (module, attribute path).
 _INTERNALS = [("numba.extending", "intrinsic")] + [

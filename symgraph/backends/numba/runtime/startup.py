@@ -8,7 +8,8 @@ Those functions depend only on Numba, llvmlite and the CPU, so `start_runtime` b
 once with object caching on (as Numba's cache builds every cached function), keeps their
 object code and bitcode in symgraph's cache folder, named by a digest of the Python, Numba and
 llvmlite versions and the CPU (the codegen's `magic_tuple`), and later processes load that
-(~2 ms), as Numba loads any cached function.
+(~2 ms), as Numba loads any cached function, its bitcode left unparsed until a compile
+links the runtime in (`unserialized_lazily`).
 
 The file carries a digest of its name and contents, checked before use (no pickle: two byte
 strings). Any surprise (another Numba without these internals, a damaged file, a failed
@@ -49,6 +50,45 @@ def start_runtime(context: Any) -> None:
         rtsys.initialize(context)  # (nothing left to do when `_start` started it)
 
 
+# -- Numba's LLVM-lock events, made only when someone listens --------------------------------
+# Numba registers a callback pair with llvmlite that makes and broadcasts a "numba:llvm_lock"
+# event on every llvmlite call (to nobody, unless a compile times itself): ~3 us of the
+# ~5.5 us each of the ~460 llvmlite calls of a warm process (its target context, the
+# runtime, the kernels' loads) takes, ~1.4 ms. `quiet_llvm_events` puts in its place a pair
+# that broadcasts only when a listener is registered: the same events reach the same
+# listeners (whoever registers between a call's start and its end gets the end alone, as
+# with Numba's own pair).
+
+def quiet_llvm_events() -> bool:
+    """Put the listener-checking pair in place of Numba's (once; idempotent); returns
+    whether Numba's pair is replaced (False: another Numba, left as it was)."""
+    try:
+        from llvmlite.binding import ffi
+        from numba.core import event
+
+        pairs, registered = ffi.lib._lock._cblist, event._registered
+    except (ImportError, AttributeError):
+        return False
+    kind = "numba:llvm_lock"
+    for index, (enter, leave) in enumerate(pairs):
+        if getattr(enter, "_sg_quiet", False):
+            return True
+        if getattr(enter, "__qualname__", "") == "_initialize_llvm_lock_event.<locals>.enter_fn" \
+                and getattr(leave, "__qualname__", "").endswith(".<locals>.exit_fn"):
+            def entered(enter: Any = enter) -> None:
+                if registered.get(kind):  # (a defaultdict: .get makes no entry)
+                    enter()
+
+            def leaving(leave: Any = leave) -> None:
+                if registered.get(kind):
+                    leave()
+
+            entered._sg_quiet = True  # type: ignore[attr-defined]
+            pairs[index] = (entered, leaving)  # (one item: no caller sees half a pair)
+            return True
+    return False
+
+
 def _start(rtsys: Any, context: Any) -> None:
     import llvmlite.binding as ll
     from numba.core import config
@@ -61,8 +101,8 @@ def _start(rtsys: Any, context: Any) -> None:
         _nrt_python.memsys_enable_stats()
     for name, address in _nrt_python.c_helpers.items():  # the C half, which the code calls
         ll.add_symbol(name if name.startswith("_") else "NRT_" + name, address)
-    if kept is not None:
-        library = codegen.unserialize_library(("nrt", "object", kept))
+    if kept is not None:  # (its bitcode parsed only when a compile links the runtime in:
+        library = unserialized_lazily(codegen, ("nrt", "object", kept))  # 1.3 ms a process)
     else:
         module, library = nrtdynmod.create_nrt_module(context)
         library.enable_object_caching()
