@@ -113,8 +113,11 @@ def test_print_then_parse_gives_back_the_identical_node(expr):
     assert sg.parse(sg.to_text(expr, tidy=False)) is expr
 
 
+# pow_prev is left out: the differentiator builds it only inside d/dx x**y (pow is drawn, so
+# that use is here); given three free arguments its partials are its piecewise sides, each a
+# full power and a log, many times its own cost (pow_prev of a shared argument: 52 against 10).
 @settings(max_examples=60, **SETTINGS)
-@given(expressions(max_depth=4))
+@given(expressions(max_depth=4, ops=[name for name in sorted(sg.OPS) if name != "pow_prev"]))
 def test_fused_value_and_gradient_cost_is_at_most_4x_the_value_cost(expr):
     # Weighted by the op table's costs: erf' = c*exp(-x*x) is four cheap operations after one
     # transcendental, which a plain count would rate like erf itself.
