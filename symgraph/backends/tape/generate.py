@@ -23,7 +23,15 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from ..files import write_atomically
-from .opcodes import FUSED, FUSED_FIRST, InstructionSet, calls, instruction_set
+from .opcodes import (
+    FUSED,
+    FUSED_FIRST,
+    IMMEDIATE,
+    InstructionSet,
+    base_form,
+    calls,
+    instruction_set,
+)
 from .template import INTERPRETER
 
 _HEADER = '''\
@@ -163,6 +171,7 @@ def interpreter_source(instructions: InstructionSet, vecmath_names: Iterable[str
         _unary(instructions),
         _lanes(instructions),
         _fused(),
+        _immediate(),
         INTERPRETER,
     ])
 
@@ -294,6 +303,51 @@ def _fused() -> str:
                   f"{form.format(a='regs[a, j]', b='regs[b, j]', c='regs[c, j]')}"]
     codes = _fill(names, "FUSED_OPCODES = (", " " * 17, ")")
     return (_FUSED_DOC.format(codes=codes) + _lines(rows) + _FUSED_LANES + _lines(lanes))
+
+
+_IMMEDIATE_DOC = '''\
+# Immediate instructions (`symgraph.backends.tape.opcodes.IMMEDIATE`, made for a batch's lanes
+# by `symgraph.backends.tape.immediate`): an instruction whose operand in one slot is a
+# constant, read once as the number `k` (from the tape's constants) instead of as a row of
+# lanes. Per code: the constant's slot, then the two others' (x, y; a two-operand one's y is
+# its x), or -1.
+{codes}\
+_IS_IMMEDIATE = np.zeros(len(INSTRUCTION_NAMES), np.bool_)
+_IS_IMMEDIATE[list(IMMEDIATE_OPCODES)] = True
+_IMMEDIATE_SLOTS = np.full((len(INSTRUCTION_NAMES), 3), -1, np.int64)
+{slots}\
+
+
+@njit(error_model="numpy", inline="always")
+def is_immediate(op):
+    return _IS_IMMEDIATE[op]
+
+
+@njit(error_model="numpy", inline="always")
+def _immediate(op, regs, k, x, y, t, n):
+    """Row t of `regs` = op(k, rows x, y) for an immediate instruction, indexed in place: t may
+    be x or y (the same variable, so LLVM needs no overlap check for it)."""
+'''
+
+
+def _immediate() -> str:
+    """`_immediate`: a loop per immediate instruction (`opcodes.IMMEDIATE`), its base's
+    expression with the constant's operand `k`."""
+    names = [name.upper() for name, *_ in IMMEDIATE]
+    slots, lines = [], []
+    for k, (name, base, slot) in enumerate(IMMEDIATE):
+        arity = 2 if base_form(base).count("{") == 2 else 3
+        others = [s for s in range(arity) if s != slot]
+        rows = iter(["regs[x, j]", "regs[y, j]"])
+        letters = {letter: "k" if s == slot else next(rows) for s, letter in enumerate("abc")
+                   if s < arity}
+        x, y = others[0], others[-1]
+        slots.append(f"_IMMEDIATE_SLOTS[{name.upper()}] = ({slot}, {x}, {y})")
+        lines += [f"    {'elif' if k else 'if'} op == {name.upper()}:",
+                  "        for j in range(n):",
+                  f"            regs[t, j] = {base_form(base).format(**letters)}"]
+    codes = _fill(names, "IMMEDIATE_OPCODES = (", " " * 21, ")")
+    return _IMMEDIATE_DOC.format(codes=codes, slots=_lines(slots)) + _lines(lines)
 
 
 def _operands(text: str, arity: int, indent: int) -> list[str]:

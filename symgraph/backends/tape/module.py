@@ -29,6 +29,7 @@ LANE_BUDGET = 1 << 20  # float64 registers per thread in a batch (8 MB)
 # student_t@444 1.44 -> 1.53, einstein_solid@375 3.58 -> 4.00, poisson_glm@533 2.08 -> 1.95
 # (all below: clustered kept).
 DEPTH_FIRST_BYTES = 4 << 20
+IMMEDIATES = True  # a batch's lanes read constant operands as numbers (`immediate`)
 
 
 @dataclass(frozen=True, eq=False)
@@ -120,6 +121,12 @@ def _problem(tape: Tape) -> str | None:
     gathered = tape.interpreter.vector[ops] | (ops == SINCOS)  # through a MAX_BLOCK buffer
     if np.any(sizes[gathered] > tape.interpreter.max_block):
         return f"a vector block is longer than {tape.interpreter.max_block} instructions"
+    slot = tape.interpreter.immediate[tape.opcodes]
+    which = np.flatnonzero(slot >= 0)  # the lanes index the constants with these
+    if which.size:
+        k = tape.operands[which, slot[which]]
+        if k.min() < tape.n_inputs or k.max() >= tape.n_inputs + len(tape.constants):
+            return "an immediate instruction's constant operand is no constant's register"
     return None
 
 
@@ -221,6 +228,10 @@ def _batch_kernel(tape: Tape):
             width = lane_width(lanes.n_registers)
             if width == 1:
                 lanes = tape
+            elif IMMEDIATES:
+                from .immediate import with_immediates
+
+                lanes = with_immediates(lanes)
             # Loaded from the cache when first used (~10 ms each): a batch-only module never
             # loads the row's.
             arrays = lanes.arrays

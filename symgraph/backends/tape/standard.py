@@ -54,24 +54,25 @@ from symgraph.backends.numba.vecmath import (
 # from one argument reduction, for the pairs reverse mode makes (sin(u) and its derivative
 # cos(u)), its second target in its third operand slot; the fused instructions (`_fused`).
 INSTRUCTION_NAMES = (
-    "sub", "nmul", "sincos", "add3", "mul3", "muladd", "sub3", "mulsub", "add", "mul", "neg", "div",
-    "pow", "lt", "le", "gt", "ge", "eq", "ne", "where", "sqrt", "cbrt", "exp", "expm1", "log",
-    "log1p", "log2", "log10", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh",
-    "asinh", "acosh", "atanh", "erf", "erfc", "abs", "sign", "floor", "ceil", "relu", "sigmoid",
-    "softplus", "min", "max", "atan2", "hypot", "gamma", "lgamma", "digamma", "polygamma", "beta",
-    "lbeta", "erfinv", "erfcinv", "besselj", "bessely", "xlogy", "pow_prev",
+    "sub", "nmul", "sincos", "add3", "mul3", "muladd", "sub3", "mulsub", "kmul", "kadd", "ksub",
+    "kdiv", "kmul3", "mul3k", "kmuladd", "mulsubk", "add", "mul", "neg", "div", "pow", "lt", "le",
+    "gt", "ge", "eq", "ne", "where", "sqrt", "cbrt", "exp", "expm1", "log", "log1p", "log2",
+    "log10", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh",
+    "atanh", "erf", "erfc", "abs", "sign", "floor", "ceil", "relu", "sigmoid", "softplus", "min",
+    "max", "atan2", "hypot", "gamma", "lgamma", "digamma", "polygamma", "beta", "lbeta", "erfinv",
+    "erfcinv", "besselj", "bessely", "xlogy", "pow_prev",
 )
 ARITIES = (
-    2, 2, 1, 3, 3, 3, 3, 3, 2, 2, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 1, 1, 1, 2, 2, 2, 1, 1, 2, 2, 2,
-    3,
+    2, 2, 1, 3, 3, 3, 3, 3, 2, 2, 2, 2, 3, 3, 3, 3, 2, 2, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 1, 1, 1,
+    2, 2, 2, 1, 1, 2, 2, 2, 3,
 )
-TABLE = "3ae066e9a5ee8fcf1176515a"  # the digest of this instruction set
-(SUB, NMUL, SINCOS, ADD3, MUL3, MULADD, SUB3, MULSUB, ADD, MUL, NEG, DIV, POW, LT, LE, GT, GE, EQ,
- NE, WHERE, SQRT, CBRT, EXP, EXPM1, LOG, LOG1P, LOG2, LOG10, SIN, COS, TAN, ASIN, ACOS, ATAN, SINH,
- COSH, TANH, ASINH, ACOSH, ATANH, ERF, ERFC, ABS, SIGN, FLOOR, CEIL, RELU, SIGMOID, SOFTPLUS, MIN,
- MAX, ATAN2, HYPOT, GAMMA, LGAMMA, DIGAMMA, POLYGAMMA, BETA, LBETA, ERFINV, ERFCINV, BESSELJ,
- BESSELY, XLOGY, POW_PREV) = range(65)
+TABLE = "95565a1a5e9194d59f4c3141"  # the digest of this instruction set
+(SUB, NMUL, SINCOS, ADD3, MUL3, MULADD, SUB3, MULSUB, KMUL, KADD, KSUB, KDIV, KMUL3, MUL3K, KMULADD,
+ MULSUBK, ADD, MUL, NEG, DIV, POW, LT, LE, GT, GE, EQ, NE, WHERE, SQRT, CBRT, EXP, EXPM1, LOG,
+ LOG1P, LOG2, LOG10, SIN, COS, TAN, ASIN, ACOS, ATAN, SINH, COSH, TANH, ASINH, ACOSH, ATANH, ERF,
+ ERFC, ABS, SIGN, FLOOR, CEIL, RELU, SIGMOID, SOFTPLUS, MIN, MAX, ATAN2, HYPOT, GAMMA, LGAMMA,
+ DIGAMMA, POLYGAMMA, BETA, LBETA, ERFINV, ERFCINV, BESSELJ, BESSELY, XLOGY, POW_PREV) = range(73)
 
 
 @njit(error_model="numpy")
@@ -93,6 +94,22 @@ def apply(op, a, b, c):  # noqa: C901 - one flat dispatch is the point
     elif op == SUB3:
         r = a - b - c
     elif op == MULSUB:
+        r = c - a * b
+    elif op == KMUL:
+        r = a * b
+    elif op == KADD:
+        r = a + b
+    elif op == KSUB:
+        r = a - b
+    elif op == KDIV:
+        r = a / b
+    elif op == KMUL3:
+        r = a * b * c
+    elif op == MUL3K:
+        r = a * b * c
+    elif op == KMULADD:
+        r = a * b + c
+    elif op == MULSUBK:
         r = c - a * b
     elif op == ADD:
         r = a + b
@@ -592,6 +609,60 @@ def _fused(op, regs, a, b, c, t, n):
             regs[t, j] = regs[c, j] - regs[a, j] * regs[b, j]
 
 
+# Immediate instructions (`symgraph.backends.tape.opcodes.IMMEDIATE`, made for a batch's lanes
+# by `symgraph.backends.tape.immediate`): an instruction whose operand in one slot is a
+# constant, read once as the number `k` (from the tape's constants) instead of as a row of
+# lanes. Per code: the constant's slot, then the two others' (x, y; a two-operand one's y is
+# its x), or -1.
+IMMEDIATE_OPCODES = (KMUL, KADD, KSUB, KDIV, KMUL3, MUL3K, KMULADD, MULSUBK)
+_IS_IMMEDIATE = np.zeros(len(INSTRUCTION_NAMES), np.bool_)
+_IS_IMMEDIATE[list(IMMEDIATE_OPCODES)] = True
+_IMMEDIATE_SLOTS = np.full((len(INSTRUCTION_NAMES), 3), -1, np.int64)
+_IMMEDIATE_SLOTS[KMUL] = (0, 1, 1)
+_IMMEDIATE_SLOTS[KADD] = (0, 1, 1)
+_IMMEDIATE_SLOTS[KSUB] = (0, 1, 1)
+_IMMEDIATE_SLOTS[KDIV] = (0, 1, 1)
+_IMMEDIATE_SLOTS[KMUL3] = (0, 1, 2)
+_IMMEDIATE_SLOTS[MUL3K] = (2, 0, 1)
+_IMMEDIATE_SLOTS[KMULADD] = (0, 1, 2)
+_IMMEDIATE_SLOTS[MULSUBK] = (2, 0, 1)
+
+
+@njit(error_model="numpy", inline="always")
+def is_immediate(op):
+    return _IS_IMMEDIATE[op]
+
+
+@njit(error_model="numpy", inline="always")
+def _immediate(op, regs, k, x, y, t, n):
+    """Row t of `regs` = op(k, rows x, y) for an immediate instruction, indexed in place: t may
+    be x or y (the same variable, so LLVM needs no overlap check for it)."""
+    if op == KMUL:
+        for j in range(n):
+            regs[t, j] = k * regs[x, j]
+    elif op == KADD:
+        for j in range(n):
+            regs[t, j] = k + regs[x, j]
+    elif op == KSUB:
+        for j in range(n):
+            regs[t, j] = k - regs[x, j]
+    elif op == KDIV:
+        for j in range(n):
+            regs[t, j] = k / regs[x, j]
+    elif op == KMUL3:
+        for j in range(n):
+            regs[t, j] = k * regs[x, j] * regs[y, j]
+    elif op == MUL3K:
+        for j in range(n):
+            regs[t, j] = regs[x, j] * regs[y, j] * k
+    elif op == KMULADD:
+        for j in range(n):
+            regs[t, j] = k * regs[x, j] + regs[y, j]
+    elif op == MULSUBK:
+        for j in range(n):
+            regs[t, j] = k - regs[x, j] * regs[y, j]
+
+
 @njit(error_model="numpy", inline="always")
 def _sincos(x, sin_out, cos_out, n):
     """sin_out[:n], cos_out[:n] = sin(x[:n]), cos(x[:n]) (x may be sin_out): vecmath's shared
@@ -701,12 +772,13 @@ def run_row(opcodes, operands, targets, blocks, constants, outputs, n_registers,
 
 
 @njit(cache=True, error_model="numpy", nogil=True)
-def run_lanes(opcodes, operands, targets, blocks, regs, lanes):
-    """`run` on `lanes` points at once: `regs` is (registers, >= lanes), a row per register.
+def run_lanes(opcodes, operands, targets, blocks, regs, lanes, constants, n_inputs):
+    """`run` on `lanes` points at once: `regs` is (registers, >= lanes), a row per register;
+    `constants` the tape's (in registers n_inputs ...), which immediate instructions read.
 
     Each instruction is decoded once and is one loop over the lanes, which LLVM vectorises for
     the arithmetic ops: dispatch is shared by the lanes, and the lanes are SIMD lanes. Every op
-    but the structural and vector ones runs its own loop in `_lanes`.
+    but the structural, vector and immediate ones runs its own loop in `_lanes`.
     """
     for k in range(blocks.shape[0] - 1):
         s, e = blocks[k], blocks[k + 1]
@@ -738,6 +810,17 @@ def run_lanes(opcodes, operands, targets, blocks, regs, lanes):
                     _fused(op, regs, ai, bi, ti, ti, lanes)
                 else:
                     _fused(op, regs, ai, bi, ci, ti, lanes)
+        elif is_immediate(op):
+            ks, xs, ys = _IMMEDIATE_SLOTS[op, 0], _IMMEDIATE_SLOTS[op, 1], _IMMEDIATE_SLOTS[op, 2]
+            for i in range(s, e):
+                ti, k = np.uint32(targets[i]), constants[np.uint32(operands[i, ks] - n_inputs)]
+                xi, yi = np.uint32(operands[i, xs]), np.uint32(operands[i, ys])
+                if ti == xi:  # (see above)
+                    _immediate(op, regs, k, ti, ti if ti == yi else yi, ti, lanes)
+                elif ti == yi:
+                    _immediate(op, regs, k, xi, ti, ti, lanes)
+                else:
+                    _immediate(op, regs, k, xi, yi, ti, lanes)
         elif op == NEG:
             for i in range(s, e):
                 ti, ai = np.uint32(targets[i]), np.uint32(operands[i, 0])
@@ -827,7 +910,7 @@ def run_batch(opcodes, operands, targets, blocks, constants, outputs, n_register
         for j in range(lanes):
             for k in range(n):
                 regs[k, j] = X[first + j, k]
-        run_lanes(opcodes, operands, targets, blocks, regs, lanes)
+        run_lanes(opcodes, operands, targets, blocks, regs, lanes, constants, n)
         for j in range(lanes):
             for k in range(outputs.shape[0]):
                 OUT[first + j, k] = regs[outputs[k], j]

@@ -119,12 +119,13 @@ def run_row(opcodes, operands, targets, blocks, constants, outputs, n_registers,
 
 
 @njit(cache=True, error_model="numpy", nogil=True)
-def run_lanes(opcodes, operands, targets, blocks, regs, lanes):
-    """`run` on `lanes` points at once: `regs` is (registers, >= lanes), a row per register.
+def run_lanes(opcodes, operands, targets, blocks, regs, lanes, constants, n_inputs):
+    """`run` on `lanes` points at once: `regs` is (registers, >= lanes), a row per register;
+    `constants` the tape's (in registers n_inputs ...), which immediate instructions read.
 
     Each instruction is decoded once and is one loop over the lanes, which LLVM vectorises for
     the arithmetic ops: dispatch is shared by the lanes, and the lanes are SIMD lanes. Every op
-    but the structural and vector ones runs its own loop in `_lanes`.
+    but the structural, vector and immediate ones runs its own loop in `_lanes`.
     """
     for k in range(blocks.shape[0] - 1):
         s, e = blocks[k], blocks[k + 1]
@@ -156,6 +157,17 @@ def run_lanes(opcodes, operands, targets, blocks, regs, lanes):
                     _fused(op, regs, ai, bi, ti, ti, lanes)
                 else:
                     _fused(op, regs, ai, bi, ci, ti, lanes)
+        elif is_immediate(op):
+            ks, xs, ys = _IMMEDIATE_SLOTS[op, 0], _IMMEDIATE_SLOTS[op, 1], _IMMEDIATE_SLOTS[op, 2]
+            for i in range(s, e):
+                ti, k = np.uint32(targets[i]), constants[np.uint32(operands[i, ks] - n_inputs)]
+                xi, yi = np.uint32(operands[i, xs]), np.uint32(operands[i, ys])
+                if ti == xi:  # (see above)
+                    _immediate(op, regs, k, ti, ti if ti == yi else yi, ti, lanes)
+                elif ti == yi:
+                    _immediate(op, regs, k, xi, ti, ti, lanes)
+                else:
+                    _immediate(op, regs, k, xi, yi, ti, lanes)
         elif op == NEG:
             for i in range(s, e):
                 ti, ai = np.uint32(targets[i]), np.uint32(operands[i, 0])
@@ -245,7 +257,7 @@ def run_batch(opcodes, operands, targets, blocks, constants, outputs, n_register
         for j in range(lanes):
             for k in range(n):
                 regs[k, j] = X[first + j, k]
-        run_lanes(opcodes, operands, targets, blocks, regs, lanes)
+        run_lanes(opcodes, operands, targets, blocks, regs, lanes, constants, n)
         for j in range(lanes):
             for k in range(outputs.shape[0]):
                 OUT[first + j, k] = regs[outputs[k], j]
