@@ -29,6 +29,7 @@ LANE_BUDGET = 1 << 20  # float64 registers per thread in a batch (8 MB)
 # student_t@444 1.44 -> 1.53, einstein_solid@375 3.58 -> 4.00, poisson_glm@533 2.08 -> 1.95
 # (all below: clustered kept).
 DEPTH_FIRST_BYTES = 4 << 20
+FEW_LIVE = True  # the depth-first order runs instructions that free values early (`pressure`)
 IMMEDIATES = True  # a batch's lanes read constant operands as numbers (`immediate`)
 
 
@@ -184,13 +185,15 @@ def _row_kernel(tape: Tape):
     return row
 
 
-def lane_tape(tape: Tape) -> Tape:
-    """`tape` in the order its lanes run best: depth first from the outputs, registers assigned
-    again (`passes.depth_first_order`), so each value is used soon after its write and the
-    register file, a row of lanes per register, stays small. The row interpreter keeps the
-    clustered order (runs of one op, decoded once per run); the lanes decode each instruction
-    anyway. Derived from the tape's own arrays, so cached, pickled and shipped tapes get it too;
-    the tape itself when it cannot be read back as values (never for the builder's tapes).
+def lane_tape(tape: Tape, depth_first: bool = True) -> Tape:
+    """`tape` as its lanes run best: registers assigned again with every target apart from its
+    own operands' rows (`passes.linear_scan`'s `apart`: the lanes' loops vectorise only then);
+    if `depth_first`, in depth-first order from the outputs (`passes.depth_first_order`, then
+    `pressure.few_live_order`), so each value is used soon after its write and the register
+    file, a row of lanes per register, stays small. The row interpreter keeps the clustered
+    order (runs of one op, decoded once per run); the lanes decode each instruction anyway.
+    Derived from the tape's own arrays, so cached, pickled and shipped tapes get it too; the
+    tape itself when it cannot be read back as values (never for the builder's tapes).
 
     Value+grad per point, 128 lanes, clustered -> depth-first (fused tapes, one process, load
     5.7): arrhenius@993 19.9 -> 16.3 us (11,563 -> 6,056 registers), cubic_eos@74 13.7 -> 11.8
@@ -202,8 +205,14 @@ def lane_tape(tape: Tape) -> Tape:
                                               tape.outputs, n_fixed, tape.n_registers)
     if not ok:
         return tape
-    code = code[depth_first_order(code, n_values, outputs)]
-    rows, out, n_registers = linear_scan(code, outputs, n_values, n_fixed)
+    if depth_first:
+        order = depth_first_order(code, n_values, outputs)
+        if FEW_LIVE:
+            from .pressure import few_live_order
+
+            order = few_live_order(code, n_values, outputs, order)
+        code = code[order]
+    rows, out, n_registers = linear_scan(code, outputs, n_values, n_fixed, True)
     opcodes, targets = rows[:, 0].copy(), rows[:, 1].copy()
     operands = np.ascontiguousarray(rows[:, 2:])
     blocks = split_blocks(opcodes, operands, targets, n_registers, tape.interpreter.vector,
@@ -223,8 +232,7 @@ def _batch_kernel(tape: Tape):
             # Depth first only for a register file past DEPTH_FIRST_BYTES: below, the clustered
             # file is in cache anyway and its runs of one op decode faster.
             width = lane_width(tape.n_registers)
-            lanes = lane_tape(tape) if 8 * tape.n_registers * max(width, 8) > (
-                DEPTH_FIRST_BYTES) else tape
+            lanes = lane_tape(tape, 8 * tape.n_registers * max(width, 8) > DEPTH_FIRST_BYTES)
             width = lane_width(lanes.n_registers)
             if width == 1:
                 lanes = tape

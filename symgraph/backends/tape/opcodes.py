@@ -68,8 +68,8 @@ TAPE_ONLY_ARITIES = (2, 2, 1, *(3 for _ in FUSED),
 SUB, NMUL, SINCOS = range(3)
 FUSED_FIRST = 3  # fused instructions' codes: FUSED_FIRST ... FUSED_FIRST + len(FUSED) - 1
 IMMEDIATE_FIRST = FUSED_FIRST + len(FUSED)  # then the immediate ones
-# The structural ops' expressions on {a} {b}, as `_binary` computes them (the immediate
-# instructions' bases, with the fused ones').
+# The structural ops' expressions on {a} {b}, as the lanes compute them (`_arithmetic`; the
+# immediate instructions' bases, with the fused ones).
 BINARY_FORMS = {"add": "{a} + {b}", "mul": "{a} * {b}", "sub": "{a} - {b}", "div": "{a} / {b}"}
 
 

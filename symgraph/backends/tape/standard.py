@@ -587,12 +587,48 @@ def _fused_rows(op, regs, operands, targets, s, e):
             regs[np.uint32(targets[i])] = c - a * b
 
 
+# Immediate instructions (`symgraph.backends.tape.opcodes.IMMEDIATE`, made for a batch's lanes
+# by `symgraph.backends.tape.immediate`): an instruction whose operand in one slot (per code,
+# or -1) is a constant, read once as the number `k` (from the tape's constants) instead of as a
+# row of lanes.
+_IMMEDIATE_SLOT = np.full(len(INSTRUCTION_NAMES), -1, np.int64)
+_IMMEDIATE_SLOT[KMUL] = 0
+_IMMEDIATE_SLOT[KADD] = 0
+_IMMEDIATE_SLOT[KSUB] = 0
+_IMMEDIATE_SLOT[KDIV] = 0
+_IMMEDIATE_SLOT[KMUL3] = 0
+_IMMEDIATE_SLOT[MUL3K] = 2
+_IMMEDIATE_SLOT[KMULADD] = 0
+_IMMEDIATE_SLOT[MULSUBK] = 2
+
+
 @njit(error_model="numpy", inline="always")
-def _fused(op, regs, a, b, c, t, n):
-    """Row t of `regs` = op(rows a, b, c) for a fused instruction, indexed in place (no row
-    views): t may be one of the operands' indices (the same variable, so LLVM needs no overlap
-    check for it)."""
-    if op == ADD3:
+def _arithmetic(op, regs, a, b, c, t, n, constants, n_inputs):
+    """Row t of `regs` = op(rows a, b, c) for the arithmetic instructions (structural, fused
+    and immediate ones, a constant operand `k` read from `constants`), indexed in place (no row
+    views), each its own loop; False for any other op. One chain of tests of one code, which
+    LLVM makes one switch: a batch's lanes dispatch each instruction once (lane run_batch per
+    point, one process, this against a test per kind of op and of which operand a target is,
+    load ~5: arrhenius@993 12.4 -> 9.6 us, gauss_loglik@840 1.70 -> 1.39)."""
+    if op == ADD:
+        for j in range(n):
+            regs[t, j] = regs[a, j] + regs[b, j]
+    elif op == MUL:
+        for j in range(n):
+            regs[t, j] = regs[a, j] * regs[b, j]
+    elif op == SUB:
+        for j in range(n):
+            regs[t, j] = regs[a, j] - regs[b, j]
+    elif op == DIV:
+        for j in range(n):
+            regs[t, j] = regs[a, j] / regs[b, j]
+    elif op == NMUL:
+        for j in range(n):
+            regs[t, j] = -(regs[a, j] * regs[b, j])
+    elif op == NEG:
+        for j in range(n):
+            regs[t, j] = -regs[a, j]
+    elif op == ADD3:
         for j in range(n):
             regs[t, j] = regs[a, j] + regs[b, j] + regs[c, j]
     elif op == MUL3:
@@ -607,60 +643,41 @@ def _fused(op, regs, a, b, c, t, n):
     elif op == MULSUB:
         for j in range(n):
             regs[t, j] = regs[c, j] - regs[a, j] * regs[b, j]
-
-
-# Immediate instructions (`symgraph.backends.tape.opcodes.IMMEDIATE`, made for a batch's lanes
-# by `symgraph.backends.tape.immediate`): an instruction whose operand in one slot is a
-# constant, read once as the number `k` (from the tape's constants) instead of as a row of
-# lanes. Per code: the constant's slot, then the two others' (x, y; a two-operand one's y is
-# its x), or -1.
-IMMEDIATE_OPCODES = (KMUL, KADD, KSUB, KDIV, KMUL3, MUL3K, KMULADD, MULSUBK)
-_IS_IMMEDIATE = np.zeros(len(INSTRUCTION_NAMES), np.bool_)
-_IS_IMMEDIATE[list(IMMEDIATE_OPCODES)] = True
-_IMMEDIATE_SLOTS = np.full((len(INSTRUCTION_NAMES), 3), -1, np.int64)
-_IMMEDIATE_SLOTS[KMUL] = (0, 1, 1)
-_IMMEDIATE_SLOTS[KADD] = (0, 1, 1)
-_IMMEDIATE_SLOTS[KSUB] = (0, 1, 1)
-_IMMEDIATE_SLOTS[KDIV] = (0, 1, 1)
-_IMMEDIATE_SLOTS[KMUL3] = (0, 1, 2)
-_IMMEDIATE_SLOTS[MUL3K] = (2, 0, 1)
-_IMMEDIATE_SLOTS[KMULADD] = (0, 1, 2)
-_IMMEDIATE_SLOTS[MULSUBK] = (2, 0, 1)
-
-
-@njit(error_model="numpy", inline="always")
-def is_immediate(op):
-    return _IS_IMMEDIATE[op]
-
-
-@njit(error_model="numpy", inline="always")
-def _immediate(op, regs, k, x, y, t, n):
-    """Row t of `regs` = op(k, rows x, y) for an immediate instruction, indexed in place: t may
-    be x or y (the same variable, so LLVM needs no overlap check for it)."""
-    if op == KMUL:
+    elif op == KMUL:
+        k = constants[np.uint32(a - n_inputs)]
         for j in range(n):
-            regs[t, j] = k * regs[x, j]
+            regs[t, j] = k * regs[b, j]
     elif op == KADD:
+        k = constants[np.uint32(a - n_inputs)]
         for j in range(n):
-            regs[t, j] = k + regs[x, j]
+            regs[t, j] = k + regs[b, j]
     elif op == KSUB:
+        k = constants[np.uint32(a - n_inputs)]
         for j in range(n):
-            regs[t, j] = k - regs[x, j]
+            regs[t, j] = k - regs[b, j]
     elif op == KDIV:
+        k = constants[np.uint32(a - n_inputs)]
         for j in range(n):
-            regs[t, j] = k / regs[x, j]
+            regs[t, j] = k / regs[b, j]
     elif op == KMUL3:
+        k = constants[np.uint32(a - n_inputs)]
         for j in range(n):
-            regs[t, j] = k * regs[x, j] * regs[y, j]
+            regs[t, j] = k * regs[b, j] * regs[c, j]
     elif op == MUL3K:
+        k = constants[np.uint32(c - n_inputs)]
         for j in range(n):
-            regs[t, j] = regs[x, j] * regs[y, j] * k
+            regs[t, j] = regs[a, j] * regs[b, j] * k
     elif op == KMULADD:
+        k = constants[np.uint32(a - n_inputs)]
         for j in range(n):
-            regs[t, j] = k * regs[x, j] + regs[y, j]
+            regs[t, j] = k * regs[b, j] + regs[c, j]
     elif op == MULSUBK:
+        k = constants[np.uint32(c - n_inputs)]
         for j in range(n):
-            regs[t, j] = k - regs[x, j] * regs[y, j]
+            regs[t, j] = k - regs[a, j] * regs[b, j]
+    else:
+        return False
+    return True
 
 
 @njit(error_model="numpy", inline="always")
@@ -772,126 +789,53 @@ def run_row(opcodes, operands, targets, blocks, constants, outputs, n_registers,
 
 
 @njit(cache=True, error_model="numpy", nogil=True)
-def run_lanes(opcodes, operands, targets, blocks, regs, lanes, constants, n_inputs):
+def run_lanes(opcodes, operands, targets, regs, lanes, constants, n_inputs):
     """`run` on `lanes` points at once: `regs` is (registers, >= lanes), a row per register;
     `constants` the tape's (in registers n_inputs ...), which immediate instructions read.
 
     Each instruction is decoded once and is one loop over the lanes, which LLVM vectorises for
-    the arithmetic ops: dispatch is shared by the lanes, and the lanes are SIMD lanes. Every op
-    but the structural, vector and immediate ones runs its own loop in `_lanes`.
+    the arithmetic ops: dispatch is shared by the lanes, and the lanes are SIMD lanes. One
+    dispatch per instruction (no blocks: the arithmetic ops are one switch, `_arithmetic`),
+    and no test of which operand a target is: a batch's tape keeps every target apart from
+    its operands' rows (`module.lane_tape`), so LLVM's runtime check that the rows do not
+    overlap passes and the vector loop runs (a target that is an operand, as in other tapes,
+    still gives the right numbers, in a scalar loop). Every op but the arithmetic, vector and
+    sincos ones runs its own loop in `_lanes`.
     """
-    for k in range(blocks.shape[0] - 1):
-        s, e = blocks[k], blocks[k + 1]
-        op = opcodes[s]
-        if op == ADD or op == MUL or op == SUB or op == DIV or op == NMUL:
-            for i in range(s, e):
-                ti, ai = np.uint32(targets[i]), np.uint32(operands[i, 0])
-                bi = np.uint32(operands[i, 1])
-                # An in-place update gets its own loop, the target's index passed as the
-                # operand's: LLVM vectorises `t = a + b` only after a runtime check that rows t
-                # and a, b do not overlap, which a row that is t fails (a scalar loop, 2.8x
-                # slower at 128 lanes: t is b in 30% of arrhenius@993's binary instructions).
-                if ti == ai:
-                    _binary(op, regs, ti, ti if ti == bi else bi, ti, lanes)
-                elif ti == bi:
-                    _binary(op, regs, ai, ti, ti, lanes)
-                else:
-                    _binary(op, regs, ai, bi, ti, lanes)
-        elif is_fused(op):
-            for i in range(s, e):
-                ti, ai = np.uint32(targets[i]), np.uint32(operands[i, 0])
-                bi, ci = np.uint32(operands[i, 1]), np.uint32(operands[i, 2])
-                # A target that is an operand's row is passed as that operand (see above).
-                if ti == ai:
-                    _fused(op, regs, ti, bi, ci, ti, lanes)
-                elif ti == bi:
-                    _fused(op, regs, ai, ti, ci, ti, lanes)
-                elif ti == ci:
-                    _fused(op, regs, ai, bi, ti, ti, lanes)
-                else:
-                    _fused(op, regs, ai, bi, ci, ti, lanes)
-        elif is_immediate(op):
-            ks, xs, ys = _IMMEDIATE_SLOTS[op, 0], _IMMEDIATE_SLOTS[op, 1], _IMMEDIATE_SLOTS[op, 2]
-            for i in range(s, e):
-                ti, k = np.uint32(targets[i]), constants[np.uint32(operands[i, ks] - n_inputs)]
-                xi, yi = np.uint32(operands[i, xs]), np.uint32(operands[i, ys])
-                if ti == xi:  # (see above)
-                    _immediate(op, regs, k, ti, ti if ti == yi else yi, ti, lanes)
-                elif ti == yi:
-                    _immediate(op, regs, k, xi, ti, ti, lanes)
-                else:
-                    _immediate(op, regs, k, xi, yi, ti, lanes)
-        elif op == NEG:
-            for i in range(s, e):
-                ti, ai = np.uint32(targets[i]), np.uint32(operands[i, 0])
-                t = regs[ti]
-                if ti == ai:  # in place: one array, no overlap check (see above)
-                    for j in range(lanes):
-                        t[j] = -t[j]
-                else:
-                    a = regs[ai]
-                    for j in range(lanes):
-                        t[j] = -a[j]
-        elif op == SINCOS:
+    for i in range(opcodes.shape[0]):
+        op = opcodes[i]
+        ti, ai = np.uint32(targets[i]), np.uint32(operands[i, 0])
+        bi, ci = np.uint32(operands[i, 1]), np.uint32(operands[i, 2])
+        if _arithmetic(op, regs, ai, bi, ci, ti, lanes, constants, n_inputs):
+            continue
+        if op == SINCOS:
             scratch = regs[regs.shape[0] - 1]  # a row of its own: no overlap for LLVM to check
-            for i in range(s, e):
-                a = regs[np.uint32(operands[i, 0])]
-                for j in range(lanes):  # (a slice copy would link Numba's string code)
-                    scratch[j] = a[j]
-                _sincos(scratch, regs[np.uint32(targets[i])], regs[np.uint32(operands[i, 2])],
-                        lanes)
+            a = regs[ai]
+            for j in range(lanes):  # (a slice copy would link Numba's string code)
+                scratch[j] = a[j]
+            _sincos(scratch, regs[ti], regs[ci], lanes)
         elif is_vector(op):
-            for i in range(s, e):
-                ti, ai = np.uint32(targets[i]), np.uint32(operands[i, 0])
-                t = regs[ti]
-                if ti == ai:  # one array for both: LLVM sees no overlap to check at run time
-                    _unary(op, t, t, lanes)
-                else:
-                    _unary(op, regs[ai], t, lanes)
+            t = regs[ti]
+            if ti == ai:  # one array for both: LLVM sees no overlap to check at run time
+                _unary(op, t, t, lanes)
+            else:
+                _unary(op, regs[ai], t, lanes)
         elif is_lane(op):
             scratch = regs[regs.shape[0] - 1]
             arity = _ARITY[op]
-            for i in range(s, e):
-                ti, ai = np.uint32(targets[i]), np.uint32(operands[i, 0])
-                bi, ci = np.uint32(operands[i, 1]), np.uint32(operands[i, 2])
-                # A target that is an operand's row is computed into the scratch row and copied:
-                # LLVM vectorises only after a runtime check that the rows do not overlap, and
-                # a fix-up loop (vpow's) reads the operands after the vector loop.
-                alias = ti == ai or (arity > 1 and ti == bi) or (arity > 2 and ti == ci)
-                _lanes(op, regs[ai], regs[bi], regs[ci], scratch if alias else regs[ti], lanes)
-                if alias:
-                    t = regs[ti]
-                    for j in range(lanes):
-                        t[j] = scratch[j]
-        else:  # every op has a loop above: unreachable, kept as `run` computes
-            for i in range(s, e):
-                t, a = regs[np.uint32(targets[i])], regs[np.uint32(operands[i, 0])]
-                b, c = regs[np.uint32(operands[i, 1])], regs[np.uint32(operands[i, 2])]
+            # A target that is an operand's row is computed into the scratch row and copied: a
+            # fix-up loop (vpow's) reads the operands after the vector loop.
+            alias = ti == ai or (arity > 1 and ti == bi) or (arity > 2 and ti == ci)
+            _lanes(op, regs[ai], regs[bi], regs[ci], scratch if alias else regs[ti], lanes)
+            if alias:
+                t = regs[ti]
                 for j in range(lanes):
-                    t[j] = apply(op, a[j], b[j], c[j])
-
-
-@njit(error_model="numpy", inline="always")
-def _binary(op, regs, a, b, t, n):
-    """Row t = row a op row b of `regs`, indexed in place: no row views. Views (a row array per
-    operand per instruction) -> indices, value+grad batch per point, CPU time, one process,
-    load 7: cubic_eos@74 4.86 -> 3.73 us, arrhenius@993 8.20 -> 7.27, gauss_loglik@840 1.76 ->
-    1.47, mlp_loss@112 2.44 -> 2.06, poisson_glm@533 1.91 -> 1.61, weibull@463 3.41 -> 3.22."""
-    if op == ADD:
-        for j in range(n):
-            regs[t, j] = regs[a, j] + regs[b, j]
-    elif op == MUL:
-        for j in range(n):
-            regs[t, j] = regs[a, j] * regs[b, j]
-    elif op == SUB:
-        for j in range(n):
-            regs[t, j] = regs[a, j] - regs[b, j]
-    elif op == NMUL:
-        for j in range(n):
-            regs[t, j] = -(regs[a, j] * regs[b, j])
-    else:
-        for j in range(n):
-            regs[t, j] = regs[a, j] / regs[b, j]
+                    t[j] = scratch[j]
+        else:  # every op has a loop above: unreachable, kept as `run` computes
+            t, a = regs[ti], regs[ai]
+            b, c = regs[bi], regs[ci]
+            for j in range(lanes):
+                t[j] = apply(op, a[j], b[j], c[j])
 
 
 @njit(cache=True, error_model="numpy", nogil=True)
@@ -910,7 +854,7 @@ def run_batch(opcodes, operands, targets, blocks, constants, outputs, n_register
         for j in range(lanes):
             for k in range(n):
                 regs[k, j] = X[first + j, k]
-        run_lanes(opcodes, operands, targets, blocks, regs, lanes, constants, n)
+        run_lanes(opcodes, operands, targets, regs, lanes, constants, n)
         for j in range(lanes):
             for k in range(outputs.shape[0]):
                 OUT[first + j, k] = regs[outputs[k], j]
