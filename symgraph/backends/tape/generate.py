@@ -172,9 +172,16 @@ def interpreter_source(instructions: InstructionSet, vecmath_names: Iterable[str
         _unary(instructions),
         _lanes(instructions),
         _fused(),
-        _arithmetic(),
-        INTERPRETER,
+        _immediate_slots(),
+        _interpreter(),
     ])
+
+
+def _interpreter() -> str:
+    """`template.INTERPRETER` with `run_lanes`' arithmetic tests written in."""
+    at = INTERPRETER.index(ARITHMETIC_MARK)
+    return (INTERPRETER[:at] + _arithmetic()
+            + INTERPRETER[INTERPRETER.index("\n", at) + 1:])
 
 
 def _imports(instructions: InstructionSet, vecmath_names: Iterable[str]) -> str:
@@ -292,44 +299,40 @@ def _fused() -> str:
     return _FUSED_DOC.format(codes=codes) + _lines(rows)
 
 
-_ARITHMETIC_DOC = '''\
+_IMMEDIATE_DOC = '''\
 # Immediate instructions (`symgraph.backends.tape.opcodes.IMMEDIATE`, made for a batch's lanes
 # by `symgraph.backends.tape.immediate`): an instruction whose operand in one slot (per code,
 # or -1) is a constant, read once as the number `k` (from the tape's constants) instead of as a
 # row of lanes.
 _IMMEDIATE_SLOT = np.full(len(INSTRUCTION_NAMES), -1, np.int64)
-{slots}\
-
-
-@njit(error_model="numpy", inline="always")
-def _arithmetic(op, regs, a, b, c, t, n, constants, n_inputs):
-    """Row t of `regs` = op(rows a, b, c) for the arithmetic instructions (structural, fused
-    and immediate ones, a constant operand `k` read from `constants`), indexed in place (no row
-    views), each its own loop; False for any other op. One chain of tests of one code, which
-    LLVM makes one switch: a batch's lanes dispatch each instruction once (lane run_batch per
-    point, one process, this against a test per kind of op and of which operand a target is,
-    load ~5: arrhenius@993 12.4 -> 9.6 us, gauss_loglik@840 1.70 -> 1.39)."""
 '''
+# The line of `template.INTERPRETER`'s `run_lanes` that `_arithmetic`'s tests replace.
+ARITHMETIC_MARK = "        # ARITHMETIC: the structural, fused and immediate ops' loops"
+
+
+def _immediate_slots() -> str:
+    return _IMMEDIATE_DOC + _lines([f"_IMMEDIATE_SLOT[{name.upper()}] = {slot}"
+                                    for name, _, slot in IMMEDIATE])
 
 
 def _arithmetic() -> str:
-    """`_arithmetic`: a loop per structural, fused and immediate instruction, on rows."""
-    rows = {letter: f"regs[{letter}, j]" for letter in "abc"}
+    """`run_lanes`' tests of `op` and loops for the structural, fused and immediate
+    instructions, on rows ti, ai, bi, ci of `regs` (the immediate ones' constant `k` read from
+    `constants`), one chain of tests of one code, which LLVM makes one switch."""
+    rows = {letter: f"regs[{letter}i, j]" for letter in "abc"}
     cases = [(name, form.format(**rows)) for name, form in BINARY_FORMS.items()]
-    cases += [("nmul", "-(regs[a, j] * regs[b, j])"), ("neg", "-regs[a, j]")]
+    cases += [("nmul", "-(regs[ai, j] * regs[bi, j])"), ("neg", "-regs[ai, j]")]
     cases += [(name, form.format(**rows)) for name, form, *_ in FUSED]
-    slots, lines = [], []
     for name, base, slot in IMMEDIATE:
         letter = "abc"[slot]
         cases.append((name, base_form(base).format(**{**rows, letter: "k"}),
-                      f"k = constants[np.uint32({letter} - n_inputs)]"))
-        slots.append(f"_IMMEDIATE_SLOT[{name.upper()}] = {slot}")
+                      f"k = constants[np.uint32({letter}i - n_inputs)]"))
+    lines = []
     for k, (name, expression, *load) in enumerate(cases):
-        lines += [f"    {'elif' if k else 'if'} op == {name.upper()}:",
-                  *(f"        {line}" for line in load), "        for j in range(n):",
-                  f"            regs[t, j] = {expression}"]
-    lines += ["    else:", "        return False", "    return True"]
-    return _ARITHMETIC_DOC.format(slots=_lines(slots)) + _lines(lines)
+        lines += [f"        {'elif' if k else 'if'} op == {name.upper()}:",
+                  *(f"            {line}" for line in load), "            for j in range(lanes):",
+                  f"                regs[ti, j] = {expression}"]
+    return _lines(lines)
 
 
 def _operands(text: str, arity: int, indent: int) -> list[str]:

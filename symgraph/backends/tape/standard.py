@@ -603,84 +603,6 @@ _IMMEDIATE_SLOT[MULSUBK] = 2
 
 
 @njit(error_model="numpy", inline="always")
-def _arithmetic(op, regs, a, b, c, t, n, constants, n_inputs):
-    """Row t of `regs` = op(rows a, b, c) for the arithmetic instructions (structural, fused
-    and immediate ones, a constant operand `k` read from `constants`), indexed in place (no row
-    views), each its own loop; False for any other op. One chain of tests of one code, which
-    LLVM makes one switch: a batch's lanes dispatch each instruction once (lane run_batch per
-    point, one process, this against a test per kind of op and of which operand a target is,
-    load ~5: arrhenius@993 12.4 -> 9.6 us, gauss_loglik@840 1.70 -> 1.39)."""
-    if op == ADD:
-        for j in range(n):
-            regs[t, j] = regs[a, j] + regs[b, j]
-    elif op == MUL:
-        for j in range(n):
-            regs[t, j] = regs[a, j] * regs[b, j]
-    elif op == SUB:
-        for j in range(n):
-            regs[t, j] = regs[a, j] - regs[b, j]
-    elif op == DIV:
-        for j in range(n):
-            regs[t, j] = regs[a, j] / regs[b, j]
-    elif op == NMUL:
-        for j in range(n):
-            regs[t, j] = -(regs[a, j] * regs[b, j])
-    elif op == NEG:
-        for j in range(n):
-            regs[t, j] = -regs[a, j]
-    elif op == ADD3:
-        for j in range(n):
-            regs[t, j] = regs[a, j] + regs[b, j] + regs[c, j]
-    elif op == MUL3:
-        for j in range(n):
-            regs[t, j] = regs[a, j] * regs[b, j] * regs[c, j]
-    elif op == MULADD:
-        for j in range(n):
-            regs[t, j] = regs[a, j] * regs[b, j] + regs[c, j]
-    elif op == SUB3:
-        for j in range(n):
-            regs[t, j] = regs[a, j] - regs[b, j] - regs[c, j]
-    elif op == MULSUB:
-        for j in range(n):
-            regs[t, j] = regs[c, j] - regs[a, j] * regs[b, j]
-    elif op == KMUL:
-        k = constants[np.uint32(a - n_inputs)]
-        for j in range(n):
-            regs[t, j] = k * regs[b, j]
-    elif op == KADD:
-        k = constants[np.uint32(a - n_inputs)]
-        for j in range(n):
-            regs[t, j] = k + regs[b, j]
-    elif op == KSUB:
-        k = constants[np.uint32(a - n_inputs)]
-        for j in range(n):
-            regs[t, j] = k - regs[b, j]
-    elif op == KDIV:
-        k = constants[np.uint32(a - n_inputs)]
-        for j in range(n):
-            regs[t, j] = k / regs[b, j]
-    elif op == KMUL3:
-        k = constants[np.uint32(a - n_inputs)]
-        for j in range(n):
-            regs[t, j] = k * regs[b, j] * regs[c, j]
-    elif op == MUL3K:
-        k = constants[np.uint32(c - n_inputs)]
-        for j in range(n):
-            regs[t, j] = regs[a, j] * regs[b, j] * k
-    elif op == KMULADD:
-        k = constants[np.uint32(a - n_inputs)]
-        for j in range(n):
-            regs[t, j] = k * regs[b, j] + regs[c, j]
-    elif op == MULSUBK:
-        k = constants[np.uint32(c - n_inputs)]
-        for j in range(n):
-            regs[t, j] = k - regs[a, j] * regs[b, j]
-    else:
-        return False
-    return True
-
-
-@njit(error_model="numpy", inline="always")
 def _sincos(x, sin_out, cos_out, n):
     """sin_out[:n], cos_out[:n] = sin(x[:n]), cos(x[:n]) (x may be sin_out): vecmath's shared
     reduction, with libm value by value beyond SIN_COS_LIMIT (never met in practice)."""
@@ -795,20 +717,85 @@ def run_lanes(opcodes, operands, targets, regs, lanes, constants, n_inputs):
 
     Each instruction is decoded once and is one loop over the lanes, which LLVM vectorises for
     the arithmetic ops: dispatch is shared by the lanes, and the lanes are SIMD lanes. One
-    dispatch per instruction (no blocks: the arithmetic ops are one switch, `_arithmetic`),
-    and no test of which operand a target is: a batch's tape keeps every target apart from
-    its operands' rows (`module.lane_tape`), so LLVM's runtime check that the rows do not
-    overlap passes and the vector loop runs (a target that is an operand, as in other tapes,
-    still gives the right numbers, in a scalar loop). Every op but the arithmetic, vector and
-    sincos ones runs its own loop in `_lanes`.
+    dispatch per instruction, no blocks: the arithmetic ops are one chain of tests of `op`,
+    which LLVM makes one switch (written here: in an inlined function returning whether it
+    took the op, the lanes ran 1.4x slower: cubic_eos@74 4.2 -> 2.98 us, arrhenius@993 10.9 ->
+    8.6, run_batch per point, one process, load 7.9). No test of which operand a target is: a
+    batch's tape keeps every target apart from its operands' rows (`module.lane_tape`), so
+    LLVM's runtime check that the rows do not overlap passes and the vector loop runs (a
+    target that is an operand, as in other tapes, still gives the right numbers, in a scalar
+    loop). Every op but the arithmetic, vector and sincos ones runs its own loop in `_lanes`.
     """
     for i in range(opcodes.shape[0]):
         op = opcodes[i]
         ti, ai = np.uint32(targets[i]), np.uint32(operands[i, 0])
         bi, ci = np.uint32(operands[i, 1]), np.uint32(operands[i, 2])
-        if _arithmetic(op, regs, ai, bi, ci, ti, lanes, constants, n_inputs):
-            continue
-        if op == SINCOS:
+        if op == ADD:
+            for j in range(lanes):
+                regs[ti, j] = regs[ai, j] + regs[bi, j]
+        elif op == MUL:
+            for j in range(lanes):
+                regs[ti, j] = regs[ai, j] * regs[bi, j]
+        elif op == SUB:
+            for j in range(lanes):
+                regs[ti, j] = regs[ai, j] - regs[bi, j]
+        elif op == DIV:
+            for j in range(lanes):
+                regs[ti, j] = regs[ai, j] / regs[bi, j]
+        elif op == NMUL:
+            for j in range(lanes):
+                regs[ti, j] = -(regs[ai, j] * regs[bi, j])
+        elif op == NEG:
+            for j in range(lanes):
+                regs[ti, j] = -regs[ai, j]
+        elif op == ADD3:
+            for j in range(lanes):
+                regs[ti, j] = regs[ai, j] + regs[bi, j] + regs[ci, j]
+        elif op == MUL3:
+            for j in range(lanes):
+                regs[ti, j] = regs[ai, j] * regs[bi, j] * regs[ci, j]
+        elif op == MULADD:
+            for j in range(lanes):
+                regs[ti, j] = regs[ai, j] * regs[bi, j] + regs[ci, j]
+        elif op == SUB3:
+            for j in range(lanes):
+                regs[ti, j] = regs[ai, j] - regs[bi, j] - regs[ci, j]
+        elif op == MULSUB:
+            for j in range(lanes):
+                regs[ti, j] = regs[ci, j] - regs[ai, j] * regs[bi, j]
+        elif op == KMUL:
+            k = constants[np.uint32(ai - n_inputs)]
+            for j in range(lanes):
+                regs[ti, j] = k * regs[bi, j]
+        elif op == KADD:
+            k = constants[np.uint32(ai - n_inputs)]
+            for j in range(lanes):
+                regs[ti, j] = k + regs[bi, j]
+        elif op == KSUB:
+            k = constants[np.uint32(ai - n_inputs)]
+            for j in range(lanes):
+                regs[ti, j] = k - regs[bi, j]
+        elif op == KDIV:
+            k = constants[np.uint32(ai - n_inputs)]
+            for j in range(lanes):
+                regs[ti, j] = k / regs[bi, j]
+        elif op == KMUL3:
+            k = constants[np.uint32(ai - n_inputs)]
+            for j in range(lanes):
+                regs[ti, j] = k * regs[bi, j] * regs[ci, j]
+        elif op == MUL3K:
+            k = constants[np.uint32(ci - n_inputs)]
+            for j in range(lanes):
+                regs[ti, j] = regs[ai, j] * regs[bi, j] * k
+        elif op == KMULADD:
+            k = constants[np.uint32(ai - n_inputs)]
+            for j in range(lanes):
+                regs[ti, j] = k * regs[bi, j] + regs[ci, j]
+        elif op == MULSUBK:
+            k = constants[np.uint32(ci - n_inputs)]
+            for j in range(lanes):
+                regs[ti, j] = k - regs[ai, j] * regs[bi, j]
+        elif op == SINCOS:
             scratch = regs[regs.shape[0] - 1]  # a row of its own: no overlap for LLVM to check
             a = regs[ai]
             for j in range(lanes):  # (a slice copy would link Numba's string code)
