@@ -30,6 +30,7 @@ LANE_BUDGET = 1 << 20  # float64 registers per thread in a batch (8 MB)
 # (all below: clustered kept).
 DEPTH_FIRST_BYTES = 4 << 20
 FEW_LIVE = True  # the depth-first order runs instructions that free values early (`pressure`)
+BOTH_WAYS = True  # depth first from the outputs both ways, the fewer registers kept
 IMMEDIATES = True  # a batch's lanes read constant operands as numbers (`immediate`)
 
 
@@ -205,14 +206,21 @@ def lane_tape(tape: Tape, depth_first: bool = True) -> Tape:
                                               tape.outputs, n_fixed, tape.n_registers)
     if not ok:
         return tape
-    if depth_first:
-        order = depth_first_order(code, n_values, outputs)
-        if FEW_LIVE:
-            from .pressure import few_live_order
+    if not depth_first:
+        rows, out, n_registers = linear_scan(code, outputs, n_values, n_fixed, True)
+    else:  # from the outputs in their order and in reverse: the fewer registers (ties: the first)
+        from .pressure import few_live_order
 
-            order = few_live_order(code, n_values, outputs, order)
-        code = code[order]
-    rows, out, n_registers = linear_scan(code, outputs, n_values, n_fixed, True)
+        best = None
+        for roots in (outputs, outputs[::-1].copy()) if BOTH_WAYS else (outputs,):
+            order = depth_first_order(code, n_values, roots)
+            if FEW_LIVE:
+                order = few_live_order(code, n_values, outputs, order)
+            scanned = linear_scan(code[order], outputs, n_values, n_fixed, True)
+            if best is None or scanned[2] < best[1][2]:
+                best = (order, scanned)
+        code = code[best[0]]
+        rows, out, n_registers = best[1]
     opcodes, targets = rows[:, 0].copy(), rows[:, 1].copy()
     operands = np.ascontiguousarray(rows[:, 2:])
     blocks = split_blocks(opcodes, operands, targets, n_registers, tape.interpreter.vector,
