@@ -198,15 +198,16 @@ def test_batches_past_the_depth_first_size_run_depth_first_with_the_same_numbers
                              True, False)[1]
     X = np.random.default_rng(2).uniform(-2, 2, (300, 3))
     outs = []
-    for size in (1 << 40, 0):  # clustered, then depth first
+    for size, share in ((1 << 40, 0.0), (0, 0.0)):  # clustered, then depth first
         monkeypatch.setattr(tape_module, "DEPTH_FIRST_BYTES", size)
+        monkeypatch.setattr(tape_module, "DEPTH_FIRST_SHARE", share)
         called = []
         monkeypatch.setattr(tape_module, "lane_tape", lambda t, deep, called=called: (
             called.append(deep) or lane_tape(t, deep)))
         module = TapeModule([build_tape(program)])
         out = np.empty((len(X), 4))
         module.value_grad_batch(X, out)
-        assert called == [size == 0]
+        assert called == ([True] if size == 0 else [True, False])
         outs.append(out)
     assert _same_bits(outs[0], outs[1])
 

@@ -29,6 +29,19 @@ LANE_BUDGET = 1 << 20  # float64 registers per thread in a batch (8 MB)
 # student_t@444 1.44 -> 1.53, einstein_solid@375 3.58 -> 4.00, poisson_glm@533 2.08 -> 1.95
 # (all below: clustered kept).
 DEPTH_FIRST_BYTES = 4 << 20
+# Below it, depth first all the same where it makes the register file this share of the
+# clustered one or less (`lanes_for`). Fitted on FIT families (value+grad lane batches per
+# point, one process, load ~7; depth first's registers over clustered's): lennard_jones@55
+# 0.35, 2.16 -> 1.85 us, weibull@463 0.65, 4.13 -> 3.65; kept clustered: gauss_loglik@840 0.73,
+# 1.00 us (depth first 1.13), mlp_loss@112 0.90, 2.05 (1.95, within the noise).
+DEPTH_FIRST_SHARE = 0.7
+# Rows of lanes (8 bytes each) a batch's lanes may touch before they take fewer lanes, down
+# to 64 (4 MB: past it, 64 lanes ran faster). Fitted on FIT families (value+grad lane batches
+# per point, one process, load ~7; rows touched, 64 lanes against 128): product_chain@1666
+# 6,664, 13.8 us against 17.2, arrhenius@1734 5,849, 14.8 against 16.0; kept at 128:
+# arrhenius@993 3,364, 5.44 us (64: 7.25), gauss_loglik@1580 2,588, 1.37 (2.20),
+# quadratic_form@98 284, 3.46 (3.83).
+LANE_CACHE = 1 << 19
 FEW_LIVE = True  # the depth-first order runs instructions that free values early (`pressure`)
 BOTH_WAYS = True  # depth first from the outputs both ways, the fewer registers kept
 IMMEDIATES = True  # a batch's lanes read constant operands as numbers (`immediate`)
@@ -230,6 +243,40 @@ def lane_tape(tape: Tape, depth_first: bool = True) -> Tape:
                    step_of=tape.step_of[code[:, 5]].astype(np.int32))
 
 
+def lanes_for(tape: Tape) -> tuple[Tape, int]:
+    """The tape a batch of `tape` runs on its lanes, and how many lanes (1: point by point, on
+    `tape` itself). Depth first (`lane_tape`) for a register file past DEPTH_FIRST_BYTES or
+    one that depth first makes DEPTH_FIRST_SHARE of the size or less: else the clustered
+    order, whose runs of one op the lanes' dispatch predicts; with immediates; fewer lanes
+    while the rows the lanes touch (immediate constants' rows are not) pass LANE_CACHE."""
+    width = lane_width(tape.n_registers)
+    lanes = lane_tape(tape, True)
+    if (8 * tape.n_registers * max(width, 8) <= DEPTH_FIRST_BYTES
+            and lanes.n_registers > DEPTH_FIRST_SHARE * tape.n_registers):
+        lanes = lane_tape(tape, False)
+    width = lane_width(lanes.n_registers)
+    if width == 1:
+        return tape, 1
+    if IMMEDIATES:
+        from .immediate import with_immediates
+
+        lanes = with_immediates(lanes)
+    touched = _rows_touched(lanes)
+    while width > 64 and touched * width > LANE_CACHE:
+        width //= 2
+    return lanes, width
+
+
+def _rows_touched(tape: Tape) -> int:
+    """Registers the lanes read or write as rows (an immediate's constant is read as one
+    number)."""
+    interpreter = tape.interpreter
+    arity = np.array(interpreter.arities)[tape.opcodes]
+    slot = interpreter.immediate[tape.opcodes]
+    read = [tape.operands[(arity > s) & (slot != s), s] for s in range(3)]
+    return len(np.unique(np.concatenate([tape.targets, *read, tape.outputs])))
+
+
 def _batch_kernel(tape: Tape):
     n, k = tape.n_inputs, len(tape.outputs)
     interpreter = tape.interpreter
@@ -237,17 +284,7 @@ def _batch_kernel(tape: Tape):
 
     def kernel() -> tuple:
         if not made:  # (two threads may both make it: the same arrays, either is kept)
-            # Depth first only for a register file past DEPTH_FIRST_BYTES: below, the clustered
-            # file is in cache anyway and its runs of one op decode faster.
-            width = lane_width(tape.n_registers)
-            lanes = lane_tape(tape, 8 * tape.n_registers * max(width, 8) > DEPTH_FIRST_BYTES)
-            width = lane_width(lanes.n_registers)
-            if width == 1:
-                lanes = tape
-            elif IMMEDIATES:
-                from .immediate import with_immediates
-
-                lanes = with_immediates(lanes)
+            lanes, width = lanes_for(tape)
             # Loaded from the cache when first used (~10 ms each): a batch-only module never
             # loads the row's.
             arrays = lanes.arrays
