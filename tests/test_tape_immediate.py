@@ -16,9 +16,8 @@ from hypothesis import HealthCheck, given, settings
 import symgraph as sg
 from symgraph.backends.tape import module as tape_module
 from symgraph.backends.tape.builder import TapeModule, build_tape, lane_width
-from symgraph.backends.tape.immediate import with_immediates
 from symgraph.backends.tape.interpreter import interpreter_for
-from symgraph.backends.tape.module import Tape, lane_tape
+from symgraph.backends.tape.module import Tape, lane_tape, with_immediates
 from symgraph.backends.tape.opcodes import IMMEDIATE
 from symgraph.backends.tape.passes import split_blocks
 from symgraph.lower.programs import build_programs

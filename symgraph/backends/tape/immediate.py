@@ -15,19 +15,16 @@ cubic_eos@74 5.61 -> 3.15 (2,693 of its 2,933 registers are constants).
 
 from __future__ import annotations
 
-from dataclasses import replace
+from typing import Any
 
 import numpy as np
 
-from .module import Tape
 from .opcodes import COMMUTING, IMMEDIATE
-from .passes import split_blocks
 
 
-def _forms(tape: Tape) -> tuple:
+def _forms(interpreter: Any) -> tuple:
     """(codes of the commuting bases, the arity-2 ones among them, rows (code, base code,
-    slot)) of the tape's interpreter, kept on it (interpreters are few)."""
-    interpreter = tape.interpreter
+    slot)) of `interpreter`, kept on it (interpreters are few)."""
     forms = getattr(interpreter, "_tape_immediate_forms", None)
     if forms is None:
         codes = interpreter.codes
@@ -38,27 +35,25 @@ def _forms(tape: Tape) -> tuple:
     return forms
 
 
-def with_immediates(tape: Tape) -> Tape:
-    """`tape` with its instructions on a constant made immediate ones where a form fits (the
-    first in `IMMEDIATE`'s order), blocks cut again; the tape itself when none fits."""
-    commuting, binary, rows = _forms(tape)
-    low, high = tape.n_inputs, tape.n_inputs + len(tape.constants)
-    opcodes, operands = tape.opcodes.copy(), tape.operands.copy()
+def immediates(interpreter: Any, opcodes: np.ndarray, operands: np.ndarray, n_inputs: int,
+               n_constants: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """New (opcodes, operands) of a tape of `interpreter` (constants in registers n_inputs ...
+    n_inputs + n_constants - 1) with its instructions on a constant made immediate ones where
+    a form fits (the first in `IMMEDIATE`'s order); None when none fits. (Arrays in, arrays
+    out: `module.with_immediates` makes the tape.)"""
+    commuting, binary, rows = _forms(interpreter)
+    low, high = n_inputs, n_inputs + n_constants
+    new_opcodes, new_operands = opcodes.copy(), operands.copy()
     constant = (operands >= low) & (operands < high)
     swap = np.isin(opcodes, commuting) & constant[:, 1] & ~constant[:, 0]
     if swap.any():
-        operands[swap, 0], operands[swap, 1] = tape.operands[swap, 1], tape.operands[swap, 0]
+        new_operands[swap, 0], new_operands[swap, 1] = operands[swap, 1], operands[swap, 0]
         pair = swap & np.isin(opcodes, binary)
-        operands[pair, 2] = operands[pair, 0]  # (an unused slot repeats the first operand)
+        new_operands[pair, 2] = new_operands[pair, 0]  # (an unused slot repeats the first)
         constant[swap, 0], constant[swap, 1] = True, False
     done = np.zeros(len(opcodes), np.bool_)
     for code, base, slot in rows:
-        fits = (tape.opcodes == base) & constant[:, slot] & ~done
-        opcodes[fits] = code
+        fits = (opcodes == base) & constant[:, slot] & ~done
+        new_opcodes[fits] = code
         done |= fits
-    if not done.any():
-        return tape
-    interpreter = tape.interpreter
-    blocks = split_blocks(opcodes, operands, tape.targets, tape.n_registers, interpreter.vector,
-                          interpreter.max_block)
-    return replace(tape, opcodes=opcodes, operands=operands, blocks=blocks)
+    return (new_opcodes, new_operands) if done.any() else None

@@ -258,13 +258,27 @@ def lanes_for(tape: Tape) -> tuple[Tape, int]:
     if width == 1:
         return tape, 1
     if IMMEDIATES:
-        from .immediate import with_immediates
-
         lanes = with_immediates(lanes)
     touched = _rows_touched(lanes)
     while width > 64 and touched * width > LANE_CACHE:
         width //= 2
     return lanes, width
+
+
+def with_immediates(tape: Tape) -> Tape:
+    """`tape` with its instructions on a constant made immediate ones where a form fits
+    (`immediate.immediates`), blocks cut again; the tape itself when none fits."""
+    from .immediate import immediates
+    from .passes import split_blocks
+
+    made = immediates(tape.interpreter, tape.opcodes, tape.operands, tape.n_inputs,
+                      len(tape.constants))
+    if made is None:
+        return tape
+    opcodes, operands = made
+    blocks = split_blocks(opcodes, operands, tape.targets, tape.n_registers,
+                          tape.interpreter.vector, tape.interpreter.max_block)
+    return replace(tape, opcodes=opcodes, operands=operands, blocks=blocks)
 
 
 def _rows_touched(tape: Tape) -> int:
