@@ -341,7 +341,7 @@ def _finished(program: Program, interpreter: Interpreter, code: np.ndarray, n_va
     n_fixed = len(program.inputs) + len(constants)
     code = fuse(code, n_values, outputs, _fused_forms(interpreter))
     code = code[cluster_order(code, n_values, len(interpreter.names))]
-    rows, out, n_registers = linear_scan(code, outputs, n_values, n_fixed, False)
+    rows, out, n_registers = linear_scan(code, outputs, n_values, n_fixed, 0)
     opcodes, targets = rows[:, 0].copy(), rows[:, 1].copy()
     operands, step_of = np.ascontiguousarray(rows[:, 2:]), code[:, 5].astype(np.int32)
     blocks = split_blocks(opcodes, operands, targets, n_registers, interpreter.vector,

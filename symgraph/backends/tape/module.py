@@ -212,24 +212,26 @@ def lane_tape(tape: Tape, depth_first: bool = True) -> Tape:
     Value+grad per point, 128 lanes, clustered -> depth-first (fused tapes, one process, load
     5.7): arrhenius@993 19.9 -> 16.3 us (11,563 -> 6,056 registers), cubic_eos@74 13.7 -> 11.8
     (8,319 -> 2,946), student_t@444 2.40 -> 2.32 (1,954 -> 1,307)."""
+    from ..numba.cache import preload
     from .passes import depth_first_order, linear_scan, split_blocks, tape_values
+    from .pressure import few_live_order
 
+    # From Numba's cache without its dispatch (which refreshes its registries: 0.15-0.3 s).
+    preload((tape_values, depth_first_order, few_live_order, linear_scan, split_blocks))
     n_fixed = tape.n_inputs + len(tape.constants)
     code, outputs, n_values, ok = tape_values(tape.opcodes, tape.operands, tape.targets,
                                               tape.outputs, n_fixed, tape.n_registers)
     if not ok:
         return tape
     if not depth_first:
-        rows, out, n_registers = linear_scan(code, outputs, n_values, n_fixed, True)
+        rows, out, n_registers = linear_scan(code, outputs, n_values, n_fixed, 1)
     else:  # from the outputs in their order and in reverse: the fewer registers (ties: the first)
-        from .pressure import few_live_order
-
         best = None
         for roots in (outputs, outputs[::-1].copy()) if BOTH_WAYS else (outputs,):
             order = depth_first_order(code, n_values, roots)
             if FEW_LIVE:
                 order = few_live_order(code, n_values, outputs, order)
-            scanned = linear_scan(code[order], outputs, n_values, n_fixed, True)
+            scanned = linear_scan(code[order], outputs, n_values, n_fixed, 1)
             if best is None or scanned[2] < best[1][2]:
                 best = (order, scanned)
         code = code[best[0]]

@@ -234,8 +234,9 @@ def linear_scan(code, outputs, n_values, n_fixed, apart):
     """Registers for the values: fixed ones (< 0) are ``-v - 1``; a value takes a free register
     (the most recently freed) at its first write and frees it after its last use. Returns
     (op, target, a, b, c) rows over registers, the outputs' registers, and the register count.
-    `apart`: a target never takes the register of an operand of its own row (a batch's lanes,
-    whose loops vectorise only on rows apart); else it may (an in-place update).
+    `apart` (1; an int, as a bool argument defeats `preload`): a target never takes the
+    register of an operand of its own row (a batch's lanes, whose loops vectorise only on rows
+    apart); 0: it may (an in-place update).
     """
     n = code.shape[0]
     last = np.full(n_values, -1, np.int64)
