@@ -198,15 +198,16 @@ def test_batches_past_the_depth_first_size_run_depth_first_with_the_same_numbers
                              True, False)[1]
     X = np.random.default_rng(2).uniform(-2, 2, (300, 3))
     outs = []
-    for size in (1 << 40, 0):  # clustered, then depth first
+    for size, share in ((1 << 40, 0.0), (0, 0.0)):  # clustered, then depth first
         monkeypatch.setattr(tape_module, "DEPTH_FIRST_BYTES", size)
+        monkeypatch.setattr(tape_module, "DEPTH_FIRST_SHARE", share)
         called = []
-        monkeypatch.setattr(tape_module, "lane_tape",
-                            lambda t, called=called: called.append(t) or lane_tape(t))
+        monkeypatch.setattr(tape_module, "lane_tape", lambda t, deep, called=called: (
+            called.append(deep) or lane_tape(t, deep)))
         module = TapeModule([build_tape(program)])
         out = np.empty((len(X), 4))
         module.value_grad_batch(X, out)
-        assert len(called) == (size == 0)
+        assert called == ([True] if size == 0 else [True, False])
         outs.append(out)
     assert _same_bits(outs[0], outs[1])
 
@@ -220,3 +221,52 @@ def test_a_tape_reading_a_register_before_any_write_is_not_reordered():
     operands[0] = (0, 1, 1)  # inputs and constants only
     *_, ok = tape_values(opcodes, operands, targets, np.array([3], np.int32), 2, 4)
     assert ok
+
+
+@pytest.mark.parametrize("name", ["arrhenius@60", "lennard_jones@8", "mlp_loss@4"])
+def test_lane_tapes_keep_every_target_apart_from_its_operands_rows(name):
+    # the lanes' loops vectorise only on rows apart (an in-place row runs a scalar loop)
+    from benchmarks import families
+
+    family, n = families.parse_name(name)
+    expr, args = family.make(n)
+    tape = build_tape(build_programs([expr], args, args, True, False)[1])
+    assert np.any(tape.operands == tape.targets[:, None])  # the rows' tape updates in place
+    for deep in (False, True):
+        lanes = lane_tape(tape, deep)
+        arity = np.array(lanes.interpreter.arities)[lanes.opcodes]
+        for slot in range(3):
+            read = arity > slot
+            assert not np.any(lanes.operands[read, slot] == lanes.targets[read])
+
+
+def test_freeing_instructions_first_keeps_fewer_values_live_with_the_same_numbers(monkeypatch):
+    # arrhenius: df/dT, last of the outputs, reads every term's values; its sum's links free
+    # them as soon as they run
+    from benchmarks import families
+
+    family, n = families.parse_name("arrhenius@60")
+    expr, args = family.make(n)
+    tape = build_tape(build_programs([expr], args, args, True, False)[1])
+    few = lane_tape(tape)
+    monkeypatch.setattr(tape_module, "FEW_LIVE", False)
+    monkeypatch.setattr(tape_module, "BOTH_WAYS", False)
+    plain = lane_tape(tape)
+    assert few.n_registers < plain.n_registers - 20
+    X = np.random.default_rng(4).uniform(*family.box(len(args)), (150, len(args)))
+    assert _same_bits(_lanes(few, X), _lanes(plain, X))
+
+
+def test_depth_first_from_the_outputs_in_reverse_is_kept_when_it_needs_fewer_registers(
+        monkeypatch):
+    from benchmarks import families
+
+    family, n = families.parse_name("lennard_jones@8")
+    expr, args = family.make(n)
+    tape = build_tape(build_programs([expr], args, args, True, False)[1])
+    both = lane_tape(tape)
+    monkeypatch.setattr(tape_module, "BOTH_WAYS", False)
+    forward = lane_tape(tape)
+    assert both.n_registers < forward.n_registers
+    X = np.random.default_rng(5).uniform(*family.box(len(args)), (150, len(args)))
+    assert _same_bits(_lanes(both, X), _lanes(forward, X))

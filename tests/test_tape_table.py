@@ -21,7 +21,7 @@ from symgraph.backends.tape import module as tape_module
 from symgraph.backends.tape.builder import build_tape, build_tape_module
 from symgraph.backends.tape.generate import STANDARD_PATH, interpreter_source, standard_source
 from symgraph.backends.tape.interpreter import interpreter_for
-from symgraph.backends.tape.opcodes import FUSED, TAPE_ONLY, instruction_set
+from symgraph.backends.tape.opcodes import FUSED, IMMEDIATE, TAPE_ONLY, instruction_set
 from symgraph.ir.node import apply
 from symgraph.ir.ops import OPS, OpSpec
 from symgraph.lower.schedule import NAME, Operand, Program, Step
@@ -75,7 +75,8 @@ def test_appending_an_op_keeps_every_code_and_gives_the_new_one_the_next():
     assert list(after.vector)[:len(before.vector)] == list(before.vector)  # vector ops too
     assert "swish" in after.vector and "softsign" not in after.vector
     assert before.names[:len(TAPE_ONLY)] == TAPE_ONLY  # fixed codes: sub 0, nmul 1, sincos 2
-    assert TAPE_ONLY == ("sub", "nmul", "sincos", *(name for name, *_ in FUSED))
+    assert TAPE_ONLY == ("sub", "nmul", "sincos", *(name for name, *_ in FUSED),
+                         *(name for name, *_ in IMMEDIATE))
 
 
 def test_every_op_of_the_table_is_an_instruction_with_its_numba_template():

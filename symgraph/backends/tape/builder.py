@@ -57,6 +57,7 @@ from .passes import (
     split_blocks,
     tape_values,
 )
+from .pressure import few_live_order
 
 __all__ = ["LANE_BUDGET", "STRATEGIES", "TAPE_THRESHOLD_OPS", "Tape", "TapeModule", "build_tape",
            "build_tape_module", "check_tape_ops", "choose_strategy", "lane_width",
@@ -340,7 +341,7 @@ def _finished(program: Program, interpreter: Interpreter, code: np.ndarray, n_va
     n_fixed = len(program.inputs) + len(constants)
     code = fuse(code, n_values, outputs, _fused_forms(interpreter))
     code = code[cluster_order(code, n_values, len(interpreter.names))]
-    rows, out, n_registers = linear_scan(code, outputs, n_values, n_fixed)
+    rows, out, n_registers = linear_scan(code, outputs, n_values, n_fixed, 0)
     opcodes, targets = rows[:, 0].copy(), rows[:, 1].copy()
     operands, step_of = np.ascontiguousarray(rows[:, 2:]), code[:, 5].astype(np.int32)
     blocks = split_blocks(opcodes, operands, targets, n_registers, interpreter.vector,
@@ -397,8 +398,8 @@ def precompile() -> int:
     tape would pay it otherwise). Returns how many functions it compiled (0: all cached)."""
     interpreter = interpreter_for()
     entry_points = (assemble, fuse, cluster_order, linear_scan, split_blocks, tape_values,
-                    depth_first_order, interpreter.run_row, interpreter.run_batch,
-                    interpreter.run_points)
+                    depth_first_order, few_live_order, interpreter.run_row,
+                    interpreter.run_batch, interpreter.run_points)
     preload(entry_points)
     before = sum(sum(f.stats.cache_misses.values()) for f in entry_points)
     a, b, t0, t1, t2, f = (Operand(NAME, name) for name in ("a", "b", "t0", "t1", "t2", "f"))

@@ -23,7 +23,16 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from ..files import write_atomically
-from .opcodes import FUSED, FUSED_FIRST, InstructionSet, calls, instruction_set
+from .opcodes import (
+    BINARY_FORMS,
+    FUSED,
+    FUSED_FIRST,
+    IMMEDIATE,
+    InstructionSet,
+    base_form,
+    calls,
+    instruction_set,
+)
 from .template import INTERPRETER
 
 _HEADER = '''\
@@ -163,8 +172,16 @@ def interpreter_source(instructions: InstructionSet, vecmath_names: Iterable[str
         _unary(instructions),
         _lanes(instructions),
         _fused(),
-        INTERPRETER,
+        _immediate_slots(),
+        _interpreter(),
     ])
+
+
+def _interpreter() -> str:
+    """`template.INTERPRETER` with `run_lanes`' arithmetic tests written in."""
+    at = INTERPRETER.index(ARITHMETIC_MARK)
+    return (INTERPRETER[:at] + _arithmetic()
+            + INTERPRETER[INTERPRETER.index("\n", at) + 1:])
 
 
 def _imports(instructions: InstructionSet, vecmath_names: Iterable[str]) -> str:
@@ -267,33 +284,55 @@ def _fused_rows(op, regs, operands, targets, s, e):
     """The block s..e of fused instructions `op` on one point's registers `regs`."""
 '''
 
-_FUSED_LANES = '''\
-
-
-@njit(error_model="numpy", inline="always")
-def _fused(op, regs, a, b, c, t, n):
-    """Row t of `regs` = op(rows a, b, c) for a fused instruction, indexed in place (no row
-    views): t may be one of the operands' indices (the same variable, so LLVM needs no overlap
-    check for it)."""
-'''
-
-
 def _fused() -> str:
-    """`_fused_rows` and `_fused`: a loop per fused instruction (`opcodes.FUSED`)."""
+    """`_fused_rows`: a loop per fused instruction (`opcodes.FUSED`) on a point's registers."""
     names = [name.upper() for name, *_ in FUSED]
-    rows, lanes = [], []
+    rows = []
     for k, (name, form, *_) in enumerate(FUSED):
-        test = f"    {'elif' if k else 'if'} op == {name.upper()}:"
-        rows += [test, "        for i in range(s, e):",
+        rows += [f"    {'elif' if k else 'if'} op == {name.upper()}:",
+                 "        for i in range(s, e):",
                  "            a, b, c = (regs[np.uint32(operands[i, 0])], "
                  "regs[np.uint32(operands[i, 1])],",
                  "                       regs[np.uint32(operands[i, 2])])",
                  f"            regs[np.uint32(targets[i])] = {form.format(a='a', b='b', c='c')}"]
-        lanes += [test, "        for j in range(n):",
-                  f"            regs[t, j] = "
-                  f"{form.format(a='regs[a, j]', b='regs[b, j]', c='regs[c, j]')}"]
     codes = _fill(names, "FUSED_OPCODES = (", " " * 17, ")")
-    return (_FUSED_DOC.format(codes=codes) + _lines(rows) + _FUSED_LANES + _lines(lanes))
+    return _FUSED_DOC.format(codes=codes) + _lines(rows)
+
+
+_IMMEDIATE_DOC = '''\
+# Immediate instructions (`symgraph.backends.tape.opcodes.IMMEDIATE`, made for a batch's lanes
+# by `symgraph.backends.tape.immediate`): an instruction whose operand in one slot (per code,
+# or -1) is a constant, read once as the number `k` (from the tape's constants) instead of as a
+# row of lanes.
+_IMMEDIATE_SLOT = np.full(len(INSTRUCTION_NAMES), -1, np.int64)
+'''
+# The line of `template.INTERPRETER`'s `run_lanes` that `_arithmetic`'s tests replace.
+ARITHMETIC_MARK = "        # ARITHMETIC: the structural, fused and immediate ops' loops"
+
+
+def _immediate_slots() -> str:
+    return _IMMEDIATE_DOC + _lines([f"_IMMEDIATE_SLOT[{name.upper()}] = {slot}"
+                                    for name, _, slot in IMMEDIATE])
+
+
+def _arithmetic() -> str:
+    """`run_lanes`' tests of `op` and loops for the structural, fused and immediate
+    instructions, on rows ti, ai, bi, ci of `regs` (the immediate ones' constant `k` read from
+    `constants`), one chain of tests of one code, which LLVM makes one switch."""
+    rows = {letter: f"regs[{letter}i, j]" for letter in "abc"}
+    cases = [(name, form.format(**rows)) for name, form in BINARY_FORMS.items()]
+    cases += [("nmul", "-(regs[ai, j] * regs[bi, j])"), ("neg", "-regs[ai, j]")]
+    cases += [(name, form.format(**rows)) for name, form, *_ in FUSED]
+    for name, base, slot in IMMEDIATE:
+        letter = "abc"[slot]
+        cases.append((name, base_form(base).format(**{**rows, letter: "k"}),
+                      f"k = constants[np.uint32({letter}i - n_inputs)]"))
+    lines = []
+    for k, (name, expression, *load) in enumerate(cases):
+        lines += [f"        {'elif' if k else 'if'} op == {name.upper()}:",
+                  *(f"            {line}" for line in load), "            for j in range(lanes):",
+                  f"                regs[ti, j] = {expression}"]
+    return _lines(lines)
 
 
 def _operands(text: str, arity: int, indent: int) -> list[str]:

@@ -74,6 +74,8 @@ class Interpreter:
         self.codes = {name: code for code, name in enumerate(self.names)}
         self.vector: np.ndarray = module._IS_VECTOR.copy()  # per code: runs with vecmath
         self.max_block: int = module.MAX_BLOCK
+        # per code: the slot of an immediate instruction's constant (-1: none)
+        self.immediate: np.ndarray = module._IMMEDIATE_SLOT.copy()
         for name in ENTRY_POINTS:
             setattr(self, name, getattr(module, name))
 

@@ -29,6 +29,22 @@ LANE_BUDGET = 1 << 20  # float64 registers per thread in a batch (8 MB)
 # student_t@444 1.44 -> 1.53, einstein_solid@375 3.58 -> 4.00, poisson_glm@533 2.08 -> 1.95
 # (all below: clustered kept).
 DEPTH_FIRST_BYTES = 4 << 20
+# Below it, depth first all the same where it makes the register file this share of the
+# clustered one or less (`lanes_for`). Fitted on FIT families (value+grad lane batches per
+# point, one process, load ~7; depth first's registers over clustered's): lennard_jones@55
+# 0.35, 2.16 -> 1.85 us, weibull@463 0.65, 4.13 -> 3.65; kept clustered: gauss_loglik@840 0.73,
+# 1.00 us (depth first 1.13), mlp_loss@112 0.90, 2.05 (1.95, within the noise).
+DEPTH_FIRST_SHARE = 0.7
+# Rows of lanes (8 bytes each) a batch's lanes may touch before they take fewer lanes, down
+# to 64 (4 MB: past it, 64 lanes ran faster). Fitted on FIT families (value+grad lane batches
+# per point, one process, load ~7; rows touched, 64 lanes against 128): product_chain@1666
+# 6,664, 13.8 us against 17.2, arrhenius@1734 5,849, 14.8 against 16.0; kept at 128:
+# arrhenius@993 3,364, 5.44 us (64: 7.25), gauss_loglik@1580 2,588, 1.37 (2.20),
+# quadratic_form@98 284, 3.46 (3.83).
+LANE_CACHE = 1 << 19
+FEW_LIVE = True  # the depth-first order runs instructions that free values early (`pressure`)
+BOTH_WAYS = True  # depth first from the outputs both ways, the fewer registers kept
+IMMEDIATES = True  # a batch's lanes read constant operands as numbers (`immediate`)
 
 
 @dataclass(frozen=True, eq=False)
@@ -120,6 +136,12 @@ def _problem(tape: Tape) -> str | None:
     gathered = tape.interpreter.vector[ops] | (ops == SINCOS)  # through a MAX_BLOCK buffer
     if np.any(sizes[gathered] > tape.interpreter.max_block):
         return f"a vector block is longer than {tape.interpreter.max_block} instructions"
+    slot = tape.interpreter.immediate[tape.opcodes]
+    which = np.flatnonzero(slot >= 0)  # the lanes index the constants with these
+    if which.size:
+        k = tape.operands[which, slot[which]]
+        if k.min() < tape.n_inputs or k.max() >= tape.n_inputs + len(tape.constants):
+            return "an immediate instruction's constant operand is no constant's register"
     return None
 
 
@@ -177,26 +199,43 @@ def _row_kernel(tape: Tape):
     return row
 
 
-def lane_tape(tape: Tape) -> Tape:
-    """`tape` in the order its lanes run best: depth first from the outputs, registers assigned
-    again (`passes.depth_first_order`), so each value is used soon after its write and the
-    register file, a row of lanes per register, stays small. The row interpreter keeps the
-    clustered order (runs of one op, decoded once per run); the lanes decode each instruction
-    anyway. Derived from the tape's own arrays, so cached, pickled and shipped tapes get it too;
-    the tape itself when it cannot be read back as values (never for the builder's tapes).
+def lane_tape(tape: Tape, depth_first: bool = True) -> Tape:
+    """`tape` as its lanes run best: registers assigned again with every target apart from its
+    own operands' rows (`passes.linear_scan`'s `apart`: the lanes' loops vectorise only then);
+    if `depth_first`, in depth-first order from the outputs (`passes.depth_first_order`, then
+    `pressure.few_live_order`), so each value is used soon after its write and the register
+    file, a row of lanes per register, stays small. The row interpreter keeps the clustered
+    order (runs of one op, decoded once per run); the lanes decode each instruction anyway.
+    Derived from the tape's own arrays, so cached, pickled and shipped tapes get it too; the
+    tape itself when it cannot be read back as values (never for the builder's tapes).
 
     Value+grad per point, 128 lanes, clustered -> depth-first (fused tapes, one process, load
     5.7): arrhenius@993 19.9 -> 16.3 us (11,563 -> 6,056 registers), cubic_eos@74 13.7 -> 11.8
     (8,319 -> 2,946), student_t@444 2.40 -> 2.32 (1,954 -> 1,307)."""
+    from ..numba.cache import preload
     from .passes import depth_first_order, linear_scan, split_blocks, tape_values
+    from .pressure import few_live_order
 
+    # From Numba's cache without its dispatch (which refreshes its registries: 0.15-0.3 s).
+    preload((tape_values, depth_first_order, few_live_order, linear_scan, split_blocks))
     n_fixed = tape.n_inputs + len(tape.constants)
     code, outputs, n_values, ok = tape_values(tape.opcodes, tape.operands, tape.targets,
                                               tape.outputs, n_fixed, tape.n_registers)
     if not ok:
         return tape
-    code = code[depth_first_order(code, n_values, outputs)]
-    rows, out, n_registers = linear_scan(code, outputs, n_values, n_fixed)
+    if not depth_first:
+        rows, out, n_registers = linear_scan(code, outputs, n_values, n_fixed, 1)
+    else:  # from the outputs in their order and in reverse: the fewer registers (ties: the first)
+        best = None
+        for roots in (outputs, outputs[::-1].copy()) if BOTH_WAYS else (outputs,):
+            order = depth_first_order(code, n_values, roots)
+            if FEW_LIVE:
+                order = few_live_order(code, n_values, outputs, order)
+            scanned = linear_scan(code[order], outputs, n_values, n_fixed, 1)
+            if best is None or scanned[2] < best[1][2]:
+                best = (order, scanned)
+        code = code[best[0]]
+        rows, out, n_registers = best[1]
     opcodes, targets = rows[:, 0].copy(), rows[:, 1].copy()
     operands = np.ascontiguousarray(rows[:, 2:])
     blocks = split_blocks(opcodes, operands, targets, n_registers, tape.interpreter.vector,
@@ -206,6 +245,54 @@ def lane_tape(tape: Tape) -> Tape:
                    step_of=tape.step_of[code[:, 5]].astype(np.int32))
 
 
+def lanes_for(tape: Tape) -> tuple[Tape, int]:
+    """The tape a batch of `tape` runs on its lanes, and how many lanes (1: point by point, on
+    `tape` itself). Depth first (`lane_tape`) for a register file past DEPTH_FIRST_BYTES or
+    one that depth first makes DEPTH_FIRST_SHARE of the size or less: else the clustered
+    order, whose runs of one op the lanes' dispatch predicts; with immediates; fewer lanes
+    while the rows the lanes touch (immediate constants' rows are not) pass LANE_CACHE."""
+    width = lane_width(tape.n_registers)
+    lanes = lane_tape(tape, True)
+    if (8 * tape.n_registers * max(width, 8) <= DEPTH_FIRST_BYTES
+            and lanes.n_registers > DEPTH_FIRST_SHARE * tape.n_registers):
+        lanes = lane_tape(tape, False)
+    width = lane_width(lanes.n_registers)
+    if width == 1:
+        return tape, 1
+    if IMMEDIATES:
+        lanes = with_immediates(lanes)
+    touched = _rows_touched(lanes)
+    while width > 64 and touched * width > LANE_CACHE:
+        width //= 2
+    return lanes, width
+
+
+def with_immediates(tape: Tape) -> Tape:
+    """`tape` with its instructions on a constant made immediate ones where a form fits
+    (`immediate.immediates`), blocks cut again; the tape itself when none fits."""
+    from .immediate import immediates
+    from .passes import split_blocks
+
+    made = immediates(tape.interpreter, tape.opcodes, tape.operands, tape.n_inputs,
+                      len(tape.constants))
+    if made is None:
+        return tape
+    opcodes, operands = made
+    blocks = split_blocks(opcodes, operands, tape.targets, tape.n_registers,
+                          tape.interpreter.vector, tape.interpreter.max_block)
+    return replace(tape, opcodes=opcodes, operands=operands, blocks=blocks)
+
+
+def _rows_touched(tape: Tape) -> int:
+    """Registers the lanes read or write as rows (an immediate's constant is read as one
+    number)."""
+    interpreter = tape.interpreter
+    arity = np.array(interpreter.arities)[tape.opcodes]
+    slot = interpreter.immediate[tape.opcodes]
+    read = [tape.operands[(arity > s) & (slot != s), s] for s in range(3)]
+    return len(np.unique(np.concatenate([tape.targets, *read, tape.outputs])))
+
+
 def _batch_kernel(tape: Tape):
     n, k = tape.n_inputs, len(tape.outputs)
     interpreter = tape.interpreter
@@ -213,14 +300,7 @@ def _batch_kernel(tape: Tape):
 
     def kernel() -> tuple:
         if not made:  # (two threads may both make it: the same arrays, either is kept)
-            # Depth first only for a register file past DEPTH_FIRST_BYTES: below, the clustered
-            # file is in cache anyway and its runs of one op decode faster.
-            width = lane_width(tape.n_registers)
-            lanes = lane_tape(tape) if 8 * tape.n_registers * max(width, 8) > (
-                DEPTH_FIRST_BYTES) else tape
-            width = lane_width(lanes.n_registers)
-            if width == 1:
-                lanes = tape
+            lanes, width = lanes_for(tape)
             # Loaded from the cache when first used (~10 ms each): a batch-only module never
             # loads the row's.
             arrays = lanes.arrays

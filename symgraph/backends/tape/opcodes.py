@@ -35,13 +35,47 @@ FUSED = (
     ("sub3", "{a} - {b} - {c}", "sub", "sub", 1),
     ("mulsub", "{c} - {a} * {b}", "mul", "sub", 2),
 )
+# Instructions with a constant operand (an immediate), for a batch's lanes
+# (`symgraph.backends.tape.immediate`): the `base` instruction whose operand in `slot` is a
+# constant's register, read as one number instead of a row of lanes: a constant then takes no
+# row of the lane block in cache (cubic_eos@74: 2,693 of 2,933 registers are constants). The
+# same operation on the same numbers, bit for bit. The rows and `apply` run them as the base
+# (its register holds the constant). Chosen on FIT families' tapes at ~3,000-5,000 operations:
+# the constant operands they have (K * x, K / x, K - x, K * x * y, x * y * K, K * x + y,
+# K - x * y; K + x). The name, the base, the constant's slot.
+IMMEDIATE = (
+    ("kmul", "mul", 0),
+    ("kadd", "add", 0),
+    ("ksub", "sub", 0),
+    ("kdiv", "div", 0),
+    ("kmul3", "mul3", 0),
+    ("mul3k", "mul3", 2),
+    ("kmuladd", "muladd", 0),
+    ("mulsubk", "mulsub", 2),
+)
+# Bases whose operands a and b swap bit for bit (IEEE addition and multiplication commute,
+# zero signs too), so a constant in b becomes one in a.
+COMMUTING = ("add", "mul", "mul3", "muladd", "mulsub")
 # `r_t = r_a - r_b` (a sum term printed as subtraction), `r_t = -(r_a * r_b)` (a product with
 # an odd number of negated factors), `r_t, r_c = sincos(r_a)` (sin and cos of one value, its
-# second target in the third operand slot), then the fused instructions.
-TAPE_ONLY = ("sub", "nmul", "sincos", *(name for name, *_ in FUSED))
-TAPE_ONLY_ARITIES = (2, 2, 1, *(3 for _ in FUSED))
+# second target in the third operand slot), then the fused instructions, then the immediate
+# ones.
+TAPE_ONLY = ("sub", "nmul", "sincos", *(name for name, *_ in FUSED),
+             *(name for name, *_ in IMMEDIATE))
+_BASE_ARITY = {"add": 2, "mul": 2, "sub": 2, "div": 2, **{name: 3 for name, *_ in FUSED}}
+TAPE_ONLY_ARITIES = (2, 2, 1, *(3 for _ in FUSED),
+                     *(_BASE_ARITY[base] for _, base, _ in IMMEDIATE))
 SUB, NMUL, SINCOS = range(3)
 FUSED_FIRST = 3  # fused instructions' codes: FUSED_FIRST ... FUSED_FIRST + len(FUSED) - 1
+IMMEDIATE_FIRST = FUSED_FIRST + len(FUSED)  # then the immediate ones
+# The structural ops' expressions on {a} {b}, as the lanes compute them (`_arithmetic`; the
+# immediate instructions' bases, with the fused ones).
+BINARY_FORMS = {"add": "{a} + {b}", "mul": "{a} * {b}", "sub": "{a} - {b}", "div": "{a} / {b}"}
+
+
+def base_form(base: str) -> str:
+    """The expression of an immediate instruction's `base` on {a} {b} {c}."""
+    return BINARY_FORMS.get(base) or next(form for name, form, *_ in FUSED if name == base)
 # The ops the tape builder emits itself (chains, small powers, negations): every table has them.
 STRUCTURAL = ("add", "mul", "neg", "div")
 
@@ -51,7 +85,8 @@ RANGE_LIMITED = {"vsin": "SIN_COS_LIMIT", "vcos": "SIN_COS_LIMIT"}
 # `symgraph.backends.numba.batch.LIMITED`'s): lanes where it is true are recomputed with libm.
 FLAGGED = {"vpow": "vpowoff", "vatan2": "vatan2off"}
 # Names of the generated interpreter module that no op constant may take.
-RESERVED = frozenset({"ARITIES", "FUSED_OPCODES", "INSTRUCTION_NAMES", "LANE_OPCODES",
+RESERVED = frozenset({"ARITIES", "FUSED_OPCODES", "IMMEDIATE_OPCODES", "INSTRUCTION_NAMES",
+                      "LANE_OPCODES",
                       "MAX_BLOCK", "SIMD", "SIN_COS_LIMIT", "TABLE", "VECTOR_OPCODES"})
 _OPERANDS = ("a", "b", "c")
 
@@ -170,7 +205,8 @@ def instruction_set(ops: Mapping[str, Any], vecmath_names: frozenset[str]) -> In
     """The instruction set of the op table `ops`; `vecmath_names` are the functions lane
     templates may call (those of `symgraph.backends.numba.vecmath`)."""
     names, arities = list(TAPE_ONLY), list(TAPE_ONLY_ARITIES)
-    scalar = ["", "", ""] + [form.format(a="a", b="b", c="c") for _, form, *_ in FUSED]
+    scalar = (["", "", ""] + [form.format(a="a", b="b", c="c") for _, form, *_ in FUSED]
+              + [base_form(base).format(a="a", b="b", c="c") for _, base, _ in IMMEDIATE])
     vector: dict[str, VectorForm] = {}
     lanes: dict[str, LaneForm] = {}
     refused: dict[str, str] = {}

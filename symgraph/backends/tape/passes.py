@@ -217,10 +217,26 @@ def cluster_order(code, n_values, n_opcodes):
 
 
 @njit(cache=True, nogil=True)
-def linear_scan(code, outputs, n_values, n_fixed):
+def _free_dying(code, i, reads, last, register, free, n_free):
+    """Push the registers of row i's operands read for the last time onto `free`."""
+    dst = code[i, 1]
+    for s in range(2, reads):
+        v = code[i, s]
+        repeated = (s > 2 and v == code[i, 2]) or (s > 3 and v == code[i, 3])
+        if v >= 0 and last[v] == i and v != dst and not repeated:
+            free[n_free] = register[v]
+            n_free += 1
+    return n_free
+
+
+@njit(cache=True, nogil=True)
+def linear_scan(code, outputs, n_values, n_fixed, apart):
     """Registers for the values: fixed ones (< 0) are ``-v - 1``; a value takes a free register
     (the most recently freed) at its first write and frees it after its last use. Returns
     (op, target, a, b, c) rows over registers, the outputs' registers, and the register count.
+    `apart` (1; an int, as a bool argument defeats `preload`): a target never takes the
+    register of an operand of its own row (a batch's lanes, whose loops vectorise only on rows
+    apart); 0: it may (an in-place update).
     """
     n = code.shape[0]
     last = np.full(n_values, -1, np.int64)
@@ -246,13 +262,9 @@ def linear_scan(code, outputs, n_values, n_fixed):
             v = code[i, s]
             rows[i, s] = -v - 1 if v < 0 else register[v]
         # Operands dying here free their registers first: the interpreter reads before it
-        # writes, so the result may take one of them (an in-place update).
-        for s in range(2, reads):
-            v = code[i, s]
-            repeated = (s > 2 and v == code[i, 2]) or (s > 3 and v == code[i, 3])
-            if v >= 0 and last[v] == i and v != dst and not repeated:
-                free[n_free] = register[v]
-                n_free += 1
+        # writes, so the result may take one of them (an in-place update); after, if `apart`.
+        if not apart:
+            n_free = _free_dying(code, i, reads, last, register, free, n_free)
         for v in (dst, second):  # both targets get registers before either is freed
             if register[v] < 0:
                 if n_free > 0:
@@ -261,6 +273,8 @@ def linear_scan(code, outputs, n_values, n_fixed):
                 else:
                     register[v] = n_registers
                     n_registers += 1
+        if apart:
+            n_free = _free_dying(code, i, reads, last, register, free, n_free)
         if last[dst] == i:  # written but never read: free again at once
             free[n_free] = register[dst]
             n_free += 1

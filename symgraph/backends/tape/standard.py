@@ -54,24 +54,25 @@ from symgraph.backends.numba.vecmath import (
 # from one argument reduction, for the pairs reverse mode makes (sin(u) and its derivative
 # cos(u)), its second target in its third operand slot; the fused instructions (`_fused`).
 INSTRUCTION_NAMES = (
-    "sub", "nmul", "sincos", "add3", "mul3", "muladd", "sub3", "mulsub", "add", "mul", "neg", "div",
-    "pow", "lt", "le", "gt", "ge", "eq", "ne", "where", "sqrt", "cbrt", "exp", "expm1", "log",
-    "log1p", "log2", "log10", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh",
-    "asinh", "acosh", "atanh", "erf", "erfc", "abs", "sign", "floor", "ceil", "relu", "sigmoid",
-    "softplus", "min", "max", "atan2", "hypot", "gamma", "lgamma", "digamma", "polygamma", "beta",
-    "lbeta", "erfinv", "erfcinv", "besselj", "bessely", "xlogy", "pow_prev",
+    "sub", "nmul", "sincos", "add3", "mul3", "muladd", "sub3", "mulsub", "kmul", "kadd", "ksub",
+    "kdiv", "kmul3", "mul3k", "kmuladd", "mulsubk", "add", "mul", "neg", "div", "pow", "lt", "le",
+    "gt", "ge", "eq", "ne", "where", "sqrt", "cbrt", "exp", "expm1", "log", "log1p", "log2",
+    "log10", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh",
+    "atanh", "erf", "erfc", "abs", "sign", "floor", "ceil", "relu", "sigmoid", "softplus", "min",
+    "max", "atan2", "hypot", "gamma", "lgamma", "digamma", "polygamma", "beta", "lbeta", "erfinv",
+    "erfcinv", "besselj", "bessely", "xlogy", "pow_prev",
 )
 ARITIES = (
-    2, 2, 1, 3, 3, 3, 3, 3, 2, 2, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 1, 1, 1, 2, 2, 2, 1, 1, 2, 2, 2,
-    3,
+    2, 2, 1, 3, 3, 3, 3, 3, 2, 2, 2, 2, 3, 3, 3, 3, 2, 2, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 1, 1, 1, 1,
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 1, 1, 1,
+    2, 2, 2, 1, 1, 2, 2, 2, 3,
 )
-TABLE = "3ae066e9a5ee8fcf1176515a"  # the digest of this instruction set
-(SUB, NMUL, SINCOS, ADD3, MUL3, MULADD, SUB3, MULSUB, ADD, MUL, NEG, DIV, POW, LT, LE, GT, GE, EQ,
- NE, WHERE, SQRT, CBRT, EXP, EXPM1, LOG, LOG1P, LOG2, LOG10, SIN, COS, TAN, ASIN, ACOS, ATAN, SINH,
- COSH, TANH, ASINH, ACOSH, ATANH, ERF, ERFC, ABS, SIGN, FLOOR, CEIL, RELU, SIGMOID, SOFTPLUS, MIN,
- MAX, ATAN2, HYPOT, GAMMA, LGAMMA, DIGAMMA, POLYGAMMA, BETA, LBETA, ERFINV, ERFCINV, BESSELJ,
- BESSELY, XLOGY, POW_PREV) = range(65)
+TABLE = "95565a1a5e9194d59f4c3141"  # the digest of this instruction set
+(SUB, NMUL, SINCOS, ADD3, MUL3, MULADD, SUB3, MULSUB, KMUL, KADD, KSUB, KDIV, KMUL3, MUL3K, KMULADD,
+ MULSUBK, ADD, MUL, NEG, DIV, POW, LT, LE, GT, GE, EQ, NE, WHERE, SQRT, CBRT, EXP, EXPM1, LOG,
+ LOG1P, LOG2, LOG10, SIN, COS, TAN, ASIN, ACOS, ATAN, SINH, COSH, TANH, ASINH, ACOSH, ATANH, ERF,
+ ERFC, ABS, SIGN, FLOOR, CEIL, RELU, SIGMOID, SOFTPLUS, MIN, MAX, ATAN2, HYPOT, GAMMA, LGAMMA,
+ DIGAMMA, POLYGAMMA, BETA, LBETA, ERFINV, ERFCINV, BESSELJ, BESSELY, XLOGY, POW_PREV) = range(73)
 
 
 @njit(error_model="numpy")
@@ -93,6 +94,22 @@ def apply(op, a, b, c):  # noqa: C901 - one flat dispatch is the point
     elif op == SUB3:
         r = a - b - c
     elif op == MULSUB:
+        r = c - a * b
+    elif op == KMUL:
+        r = a * b
+    elif op == KADD:
+        r = a + b
+    elif op == KSUB:
+        r = a - b
+    elif op == KDIV:
+        r = a / b
+    elif op == KMUL3:
+        r = a * b * c
+    elif op == MUL3K:
+        r = a * b * c
+    elif op == KMULADD:
+        r = a * b + c
+    elif op == MULSUBK:
         r = c - a * b
     elif op == ADD:
         r = a + b
@@ -570,26 +587,19 @@ def _fused_rows(op, regs, operands, targets, s, e):
             regs[np.uint32(targets[i])] = c - a * b
 
 
-@njit(error_model="numpy", inline="always")
-def _fused(op, regs, a, b, c, t, n):
-    """Row t of `regs` = op(rows a, b, c) for a fused instruction, indexed in place (no row
-    views): t may be one of the operands' indices (the same variable, so LLVM needs no overlap
-    check for it)."""
-    if op == ADD3:
-        for j in range(n):
-            regs[t, j] = regs[a, j] + regs[b, j] + regs[c, j]
-    elif op == MUL3:
-        for j in range(n):
-            regs[t, j] = regs[a, j] * regs[b, j] * regs[c, j]
-    elif op == MULADD:
-        for j in range(n):
-            regs[t, j] = regs[a, j] * regs[b, j] + regs[c, j]
-    elif op == SUB3:
-        for j in range(n):
-            regs[t, j] = regs[a, j] - regs[b, j] - regs[c, j]
-    elif op == MULSUB:
-        for j in range(n):
-            regs[t, j] = regs[c, j] - regs[a, j] * regs[b, j]
+# Immediate instructions (`symgraph.backends.tape.opcodes.IMMEDIATE`, made for a batch's lanes
+# by `symgraph.backends.tape.immediate`): an instruction whose operand in one slot (per code,
+# or -1) is a constant, read once as the number `k` (from the tape's constants) instead of as a
+# row of lanes.
+_IMMEDIATE_SLOT = np.full(len(INSTRUCTION_NAMES), -1, np.int64)
+_IMMEDIATE_SLOT[KMUL] = 0
+_IMMEDIATE_SLOT[KADD] = 0
+_IMMEDIATE_SLOT[KSUB] = 0
+_IMMEDIATE_SLOT[KDIV] = 0
+_IMMEDIATE_SLOT[KMUL3] = 0
+_IMMEDIATE_SLOT[MUL3K] = 2
+_IMMEDIATE_SLOT[KMULADD] = 0
+_IMMEDIATE_SLOT[MULSUBK] = 2
 
 
 @njit(error_model="numpy", inline="always")
@@ -701,114 +711,118 @@ def run_row(opcodes, operands, targets, blocks, constants, outputs, n_registers,
 
 
 @njit(cache=True, error_model="numpy", nogil=True)
-def run_lanes(opcodes, operands, targets, blocks, regs, lanes):
-    """`run` on `lanes` points at once: `regs` is (registers, >= lanes), a row per register.
+def run_lanes(opcodes, operands, targets, regs, lanes, constants, n_inputs):
+    """`run` on `lanes` points at once: `regs` is (registers, >= lanes), a row per register;
+    `constants` the tape's (in registers n_inputs ...), which immediate instructions read.
 
     Each instruction is decoded once and is one loop over the lanes, which LLVM vectorises for
-    the arithmetic ops: dispatch is shared by the lanes, and the lanes are SIMD lanes. Every op
-    but the structural and vector ones runs its own loop in `_lanes`.
+    the arithmetic ops: dispatch is shared by the lanes, and the lanes are SIMD lanes. One
+    dispatch per instruction, no blocks: the arithmetic ops are one chain of tests of `op`,
+    which LLVM makes one switch (written here: in an inlined function returning whether it
+    took the op, the lanes ran 1.4x slower: cubic_eos@74 4.2 -> 2.98 us, arrhenius@993 10.9 ->
+    8.6, run_batch per point, one process, load 7.9). No test of which operand a target is: a
+    batch's tape keeps every target apart from its operands' rows (`module.lane_tape`), so
+    LLVM's runtime check that the rows do not overlap passes and the vector loop runs (a
+    target that is an operand, as in other tapes, still gives the right numbers, in a scalar
+    loop). Every op but the arithmetic, vector and sincos ones runs its own loop in `_lanes`.
     """
-    for k in range(blocks.shape[0] - 1):
-        s, e = blocks[k], blocks[k + 1]
-        op = opcodes[s]
-        if op == ADD or op == MUL or op == SUB or op == DIV or op == NMUL:
-            for i in range(s, e):
-                ti, ai = np.uint32(targets[i]), np.uint32(operands[i, 0])
-                bi = np.uint32(operands[i, 1])
-                # An in-place update gets its own loop, the target's index passed as the
-                # operand's: LLVM vectorises `t = a + b` only after a runtime check that rows t
-                # and a, b do not overlap, which a row that is t fails (a scalar loop, 2.8x
-                # slower at 128 lanes: t is b in 30% of arrhenius@993's binary instructions).
-                if ti == ai:
-                    _binary(op, regs, ti, ti if ti == bi else bi, ti, lanes)
-                elif ti == bi:
-                    _binary(op, regs, ai, ti, ti, lanes)
-                else:
-                    _binary(op, regs, ai, bi, ti, lanes)
-        elif is_fused(op):
-            for i in range(s, e):
-                ti, ai = np.uint32(targets[i]), np.uint32(operands[i, 0])
-                bi, ci = np.uint32(operands[i, 1]), np.uint32(operands[i, 2])
-                # A target that is an operand's row is passed as that operand (see above).
-                if ti == ai:
-                    _fused(op, regs, ti, bi, ci, ti, lanes)
-                elif ti == bi:
-                    _fused(op, regs, ai, ti, ci, ti, lanes)
-                elif ti == ci:
-                    _fused(op, regs, ai, bi, ti, ti, lanes)
-                else:
-                    _fused(op, regs, ai, bi, ci, ti, lanes)
+    for i in range(opcodes.shape[0]):
+        op = opcodes[i]
+        ti, ai = np.uint32(targets[i]), np.uint32(operands[i, 0])
+        bi, ci = np.uint32(operands[i, 1]), np.uint32(operands[i, 2])
+        if op == ADD:
+            for j in range(lanes):
+                regs[ti, j] = regs[ai, j] + regs[bi, j]
+        elif op == MUL:
+            for j in range(lanes):
+                regs[ti, j] = regs[ai, j] * regs[bi, j]
+        elif op == SUB:
+            for j in range(lanes):
+                regs[ti, j] = regs[ai, j] - regs[bi, j]
+        elif op == DIV:
+            for j in range(lanes):
+                regs[ti, j] = regs[ai, j] / regs[bi, j]
+        elif op == NMUL:
+            for j in range(lanes):
+                regs[ti, j] = -(regs[ai, j] * regs[bi, j])
         elif op == NEG:
-            for i in range(s, e):
-                ti, ai = np.uint32(targets[i]), np.uint32(operands[i, 0])
-                t = regs[ti]
-                if ti == ai:  # in place: one array, no overlap check (see above)
-                    for j in range(lanes):
-                        t[j] = -t[j]
-                else:
-                    a = regs[ai]
-                    for j in range(lanes):
-                        t[j] = -a[j]
+            for j in range(lanes):
+                regs[ti, j] = -regs[ai, j]
+        elif op == ADD3:
+            for j in range(lanes):
+                regs[ti, j] = regs[ai, j] + regs[bi, j] + regs[ci, j]
+        elif op == MUL3:
+            for j in range(lanes):
+                regs[ti, j] = regs[ai, j] * regs[bi, j] * regs[ci, j]
+        elif op == MULADD:
+            for j in range(lanes):
+                regs[ti, j] = regs[ai, j] * regs[bi, j] + regs[ci, j]
+        elif op == SUB3:
+            for j in range(lanes):
+                regs[ti, j] = regs[ai, j] - regs[bi, j] - regs[ci, j]
+        elif op == MULSUB:
+            for j in range(lanes):
+                regs[ti, j] = regs[ci, j] - regs[ai, j] * regs[bi, j]
+        elif op == KMUL:
+            k = constants[np.uint32(ai - n_inputs)]
+            for j in range(lanes):
+                regs[ti, j] = k * regs[bi, j]
+        elif op == KADD:
+            k = constants[np.uint32(ai - n_inputs)]
+            for j in range(lanes):
+                regs[ti, j] = k + regs[bi, j]
+        elif op == KSUB:
+            k = constants[np.uint32(ai - n_inputs)]
+            for j in range(lanes):
+                regs[ti, j] = k - regs[bi, j]
+        elif op == KDIV:
+            k = constants[np.uint32(ai - n_inputs)]
+            for j in range(lanes):
+                regs[ti, j] = k / regs[bi, j]
+        elif op == KMUL3:
+            k = constants[np.uint32(ai - n_inputs)]
+            for j in range(lanes):
+                regs[ti, j] = k * regs[bi, j] * regs[ci, j]
+        elif op == MUL3K:
+            k = constants[np.uint32(ci - n_inputs)]
+            for j in range(lanes):
+                regs[ti, j] = regs[ai, j] * regs[bi, j] * k
+        elif op == KMULADD:
+            k = constants[np.uint32(ai - n_inputs)]
+            for j in range(lanes):
+                regs[ti, j] = k * regs[bi, j] + regs[ci, j]
+        elif op == MULSUBK:
+            k = constants[np.uint32(ci - n_inputs)]
+            for j in range(lanes):
+                regs[ti, j] = k - regs[ai, j] * regs[bi, j]
         elif op == SINCOS:
             scratch = regs[regs.shape[0] - 1]  # a row of its own: no overlap for LLVM to check
-            for i in range(s, e):
-                a = regs[np.uint32(operands[i, 0])]
-                for j in range(lanes):  # (a slice copy would link Numba's string code)
-                    scratch[j] = a[j]
-                _sincos(scratch, regs[np.uint32(targets[i])], regs[np.uint32(operands[i, 2])],
-                        lanes)
+            a = regs[ai]
+            for j in range(lanes):  # (a slice copy would link Numba's string code)
+                scratch[j] = a[j]
+            _sincos(scratch, regs[ti], regs[ci], lanes)
         elif is_vector(op):
-            for i in range(s, e):
-                ti, ai = np.uint32(targets[i]), np.uint32(operands[i, 0])
-                t = regs[ti]
-                if ti == ai:  # one array for both: LLVM sees no overlap to check at run time
-                    _unary(op, t, t, lanes)
-                else:
-                    _unary(op, regs[ai], t, lanes)
+            t = regs[ti]
+            if ti == ai:  # one array for both: LLVM sees no overlap to check at run time
+                _unary(op, t, t, lanes)
+            else:
+                _unary(op, regs[ai], t, lanes)
         elif is_lane(op):
             scratch = regs[regs.shape[0] - 1]
             arity = _ARITY[op]
-            for i in range(s, e):
-                ti, ai = np.uint32(targets[i]), np.uint32(operands[i, 0])
-                bi, ci = np.uint32(operands[i, 1]), np.uint32(operands[i, 2])
-                # A target that is an operand's row is computed into the scratch row and copied:
-                # LLVM vectorises only after a runtime check that the rows do not overlap, and
-                # a fix-up loop (vpow's) reads the operands after the vector loop.
-                alias = ti == ai or (arity > 1 and ti == bi) or (arity > 2 and ti == ci)
-                _lanes(op, regs[ai], regs[bi], regs[ci], scratch if alias else regs[ti], lanes)
-                if alias:
-                    t = regs[ti]
-                    for j in range(lanes):
-                        t[j] = scratch[j]
-        else:  # every op has a loop above: unreachable, kept as `run` computes
-            for i in range(s, e):
-                t, a = regs[np.uint32(targets[i])], regs[np.uint32(operands[i, 0])]
-                b, c = regs[np.uint32(operands[i, 1])], regs[np.uint32(operands[i, 2])]
+            # A target that is an operand's row is computed into the scratch row and copied: a
+            # fix-up loop (vpow's) reads the operands after the vector loop.
+            alias = ti == ai or (arity > 1 and ti == bi) or (arity > 2 and ti == ci)
+            _lanes(op, regs[ai], regs[bi], regs[ci], scratch if alias else regs[ti], lanes)
+            if alias:
+                t = regs[ti]
                 for j in range(lanes):
-                    t[j] = apply(op, a[j], b[j], c[j])
-
-
-@njit(error_model="numpy", inline="always")
-def _binary(op, regs, a, b, t, n):
-    """Row t = row a op row b of `regs`, indexed in place: no row views. Views (a row array per
-    operand per instruction) -> indices, value+grad batch per point, CPU time, one process,
-    load 7: cubic_eos@74 4.86 -> 3.73 us, arrhenius@993 8.20 -> 7.27, gauss_loglik@840 1.76 ->
-    1.47, mlp_loss@112 2.44 -> 2.06, poisson_glm@533 1.91 -> 1.61, weibull@463 3.41 -> 3.22."""
-    if op == ADD:
-        for j in range(n):
-            regs[t, j] = regs[a, j] + regs[b, j]
-    elif op == MUL:
-        for j in range(n):
-            regs[t, j] = regs[a, j] * regs[b, j]
-    elif op == SUB:
-        for j in range(n):
-            regs[t, j] = regs[a, j] - regs[b, j]
-    elif op == NMUL:
-        for j in range(n):
-            regs[t, j] = -(regs[a, j] * regs[b, j])
-    else:
-        for j in range(n):
-            regs[t, j] = regs[a, j] / regs[b, j]
+                    t[j] = scratch[j]
+        else:  # every op has a loop above: unreachable, kept as `run` computes
+            t, a = regs[ti], regs[ai]
+            b, c = regs[bi], regs[ci]
+            for j in range(lanes):
+                t[j] = apply(op, a[j], b[j], c[j])
 
 
 @njit(cache=True, error_model="numpy", nogil=True)
@@ -827,7 +841,7 @@ def run_batch(opcodes, operands, targets, blocks, constants, outputs, n_register
         for j in range(lanes):
             for k in range(n):
                 regs[k, j] = X[first + j, k]
-        run_lanes(opcodes, operands, targets, blocks, regs, lanes)
+        run_lanes(opcodes, operands, targets, regs, lanes, constants, n)
         for j in range(lanes):
             for k in range(outputs.shape[0]):
                 OUT[first + j, k] = regs[outputs[k], j]

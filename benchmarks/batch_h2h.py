@@ -1,0 +1,58 @@
+"""Batch value+gradient, one core, symgraph against SymEngine's LLVM Lambdify in one process:
+the two interleaved call by call, CPU time (time.process_time), so machine load moves both
+alike. Usage: ``python -m benchmarks.batch_h2h family@n ...`` (20,000 points of the family's
+box); prints points a second for each and their ratio (median of 5 pairs, and of the fastest
+of each), symgraph's strategy and the load average.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+import numpy as np
+
+
+def _cpu(f, X) -> float:
+    start = time.process_time()
+    f(X)
+    return time.process_time() - start
+
+
+def main(names: list[str], points: int = 20_000) -> None:
+    import numba
+
+    import symgraph as sg
+
+    from . import families, peers
+    from .tools import _switch
+
+    numba.set_num_threads(1)
+    for name in names:
+        family, n = families.parse_name(name)
+        expr, args = family.make(n)
+        low, high = family.box(len(args))
+        X = np.random.default_rng(1).uniform(low, high, (points, len(args)))
+        fn = sg.compile(expr, args, cache_dir=os.environ.get("SYMGRAPH_CACHE_DIR"))
+        fn.value_and_grad(X[0])
+        _switch(fn, X[0])  # an interpreted-first function's kernels, made now
+        fn.value_and_grad(X)
+        engine = peers.prepare_symengine(expr, args, X[0])[0]
+        engine.batch_vg(X)
+        (v1, g1), (v2, g2) = fn.value_and_grad(X), engine.batch_vg(X)
+        agree = (np.allclose(v1, v2, rtol=1e-8, equal_nan=True)
+                 and np.allclose(g1, g2, rtol=1e-6, atol=1e-9, equal_nan=True))
+        ours, theirs = [], []
+        for _ in range(5):
+            ours.append(_cpu(fn.value_and_grad, X))
+            theirs.append(_cpu(engine.batch_vg, X))
+        a, b = float(np.median(ours)), float(np.median(theirs))
+        print(f"{name}: symgraph {points / a / 1e3:.0f} k/s, SymEngine {points / b / 1e3:.0f} k/s,"
+              f" {b / a:.2f}x (fastest of each {min(theirs) / min(ours):.2f}x),"
+              f" {getattr(fn, 'strategy', '?')}, load {os.getloadavg()[0]:.1f}"
+              + ("" if agree else ", RESULTS DIFFER"), flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
