@@ -188,12 +188,13 @@ def runtime_digest() -> str:
     return digest.hexdigest()[:24]
 
 
-_DTYPES = ("float64", "int64", "int32")
+_DTYPES = {"float64": "float64", "int64": "int64", "int32": "int32",
+           "bool": "boolean"}  # NumPy's dtype name: Numba's
 
 
 def _plain_type(value: Any) -> Any:
     """Numba's type of `value` when it is plain: a writeable, aligned, C-contiguous array of
-    float64/int64/int32, an int or float, None, or a tuple of floats; a Numba type stands for
+    float64/int64/int32/bool, an int or float, None, or a tuple of floats; a Numba type stands for
     itself (e.g. the runtime's `real`). None otherwise. No `numba.typeof`: for an array it
     imports numpy.ma, 7-15 ms in a fresh process, to rule out masked arrays."""
     from numba.core import types
@@ -217,7 +218,7 @@ def _array_type(value: np.ndarray, types: Any) -> Any:
     if (value.dtype.name not in _DTYPES or not value.dtype.isnative  # ('>f8': float64 too)
             or not (value.flags.c_contiguous and value.flags.aligned and value.flags.writeable)):
         return None
-    return types.Array(getattr(types, value.dtype.name), value.ndim, "C")
+    return types.Array(getattr(types, _DTYPES[value.dtype.name]), value.ndim, "C")
 
 
 def entry_point(dispatcher: Any, args: tuple) -> Callable[..., Any] | None:

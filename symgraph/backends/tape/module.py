@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -212,12 +212,14 @@ def lane_tape(tape: Tape, depth_first: bool = True) -> Tape:
     Value+grad per point, 128 lanes, clustered -> depth-first (fused tapes, one process, load
     5.7): arrhenius@993 19.9 -> 16.3 us (11,563 -> 6,056 registers), cubic_eos@74 13.7 -> 11.8
     (8,319 -> 2,946), student_t@444 2.40 -> 2.32 (1,954 -> 1,307)."""
-    from ..numba.cache import preload
-    from .passes import depth_first_order, linear_scan, split_blocks, tape_values
-    from .pressure import few_live_order
+    from . import passes, pressure
 
-    # From Numba's cache without its dispatch (which refreshes its registries: 0.15-0.3 s).
-    preload((tape_values, depth_first_order, few_live_order, linear_scan, split_blocks))
+    # From Numba's cache, through the entry points (a dispatcher's call would type the arrays
+    # again, or refresh Numba's registries: 0.15-0.3 s).
+    tape_values, depth_first_order, linear_scan, split_blocks, few_live_order = (
+        _entered(passes.tape_values), _entered(passes.depth_first_order),
+        _entered(passes.linear_scan), _entered(passes.split_blocks),
+        _entered(pressure.few_live_order))
     n_fixed = tape.n_inputs + len(tape.constants)
     code, outputs, n_values, ok = tape_values(tape.opcodes, tape.operands, tape.targets,
                                               tape.outputs, n_fixed, tape.n_registers)
@@ -270,9 +272,10 @@ def lanes_for(tape: Tape) -> tuple[Tape, int]:
 def with_immediates(tape: Tape) -> Tape:
     """`tape` with its instructions on a constant made immediate ones where a form fits
     (`immediate.immediates`), blocks cut again; the tape itself when none fits."""
+    from . import passes
     from .immediate import immediates
-    from .passes import split_blocks
 
+    split_blocks = _entered(passes.split_blocks)
     made = immediates(tape.interpreter, tape.opcodes, tape.operands, tape.n_inputs,
                       len(tape.constants))
     if made is None:
@@ -283,6 +286,16 @@ def with_immediates(tape: Tape) -> Tape:
     return replace(tape, opcodes=opcodes, operands=operands, blocks=blocks)
 
 
+def _entered(dispatcher: Any) -> Callable[..., Any]:
+    """`dispatcher` called through its entry point for the types of each call's arguments."""
+    from ..numba.cache import resolve
+
+    def call(*args: Any) -> Any:
+        return resolve(dispatcher, args)(*args)
+
+    return call
+
+
 def _rows_touched(tape: Tape) -> int:
     """Registers the lanes read or write as rows (an immediate's constant is read as one
     number)."""
@@ -290,7 +303,10 @@ def _rows_touched(tape: Tape) -> int:
     arity = np.array(interpreter.arities)[tape.opcodes]
     slot = interpreter.immediate[tape.opcodes]
     read = [tape.operands[(arity > s) & (slot != s), s] for s in range(3)]
-    return len(np.unique(np.concatenate([tape.targets, *read, tape.outputs])))
+    seen = np.zeros(tape.n_registers, np.bool_)  # (np.unique would import numpy.ma: ~10 ms)
+    for rows in (tape.targets, *read, tape.outputs):
+        seen[rows] = True
+    return int(np.count_nonzero(seen))
 
 
 def _batch_kernel(tape: Tape):
