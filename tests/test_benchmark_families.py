@@ -54,6 +54,7 @@ def test_family_stays_finite_on_its_box_at_large_sizes(name):
     assert all(np.all(np.isfinite(np.asarray(v, dtype=float))) for v in values)
 
 
+@pytest.mark.slow  # families up to n = 400: ~2-6 s
 def test_cubic_eos_volume_stays_above_the_covolume_at_every_size():
     for n in (1, 10, 74, 96, 400):
         expr, args = families.FAMILIES["cubic_eos"].make(n)

@@ -232,6 +232,7 @@ def test_value_and_grad_floats_needs_a_scalar_expression():
         fn.value_and_grad_floats(1.0, 2.0)
 
 
+@pytest.mark.numba
 def test_value_and_grad_floats_of_seventy_inputs_is_the_compiled_entry():
     xs = sg.symbols(" ".join(f"x{i}" for i in range(70)))
     fn = sg.compile(sum(x * y for x, y in zip(xs, xs[1:])), list(xs), strategy="straight")

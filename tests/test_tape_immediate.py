@@ -24,6 +24,8 @@ from symgraph.lower.programs import build_programs
 
 from .strategies import expressions
 
+pytestmark = pytest.mark.numba  # every test runs the tape's Numba passes or lanes
+
 EDGES = [0.0, -0.0, 1.0, -1.0, 0.5, 2.0, -7.5, 1e300, -1e300, 1e-310, math.inf, -math.inf,
          math.nan]
 

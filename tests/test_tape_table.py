@@ -121,6 +121,7 @@ def test_the_shipped_interpreter_is_the_op_tables_rendering():
     assert interpreter_for().standard
 
 
+@pytest.mark.slow  # two fresh processes: ~2 s
 def test_the_generated_source_is_byte_identical_in_fresh_processes():
     script = ("import sys; from symgraph.backends.tape.generate import standard_source; "
               "sys.stdout.write(standard_source())")
