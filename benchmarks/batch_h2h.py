@@ -2,7 +2,8 @@
 the two interleaved call by call, CPU time (time.process_time), so machine load moves both
 alike. Usage: ``python -m benchmarks.batch_h2h family@n ...`` (20,000 points of the family's
 box); prints points a second for each and their ratio (median of 5 pairs, and of the fastest
-of each), symgraph's strategy and the load average.
+of each), symgraph's strategy, both setups (wall: compile through the first batch, cold
+unless the caches hold it; SymEngine's Lambdify) and the load average.
 """
 
 from __future__ import annotations
@@ -34,11 +35,15 @@ def main(names: list[str], points: int = 20_000) -> None:
         expr, args = family.make(n)
         low, high = family.box(len(args))
         X = np.random.default_rng(1).uniform(low, high, (points, len(args)))
+        start = time.perf_counter()
         fn = sg.compile(expr, args, cache_dir=os.environ.get("SYMGRAPH_CACHE_DIR"))
         fn.value_and_grad(X[0])
         _switch(fn, X[0])  # an interpreted-first function's kernels, made now
         fn.value_and_grad(X)
+        setup = time.perf_counter() - start
+        start = time.perf_counter()
         engine = peers.prepare_symengine(expr, args, X[0])[0]
+        engine_setup = time.perf_counter() - start
         engine.batch_vg(X)
         (v1, g1), (v2, g2) = fn.value_and_grad(X), engine.batch_vg(X)
         agree = (np.allclose(v1, v2, rtol=1e-8, equal_nan=True)
@@ -50,8 +55,16 @@ def main(names: list[str], points: int = 20_000) -> None:
         a, b = float(np.median(ours)), float(np.median(theirs))
         print(f"{name}: symgraph {points / a / 1e3:.0f} k/s, SymEngine {points / b / 1e3:.0f} k/s,"
               f" {b / a:.2f}x (fastest of each {min(theirs) / min(ours):.2f}x),"
-              f" {getattr(fn, 'strategy', '?')}, load {os.getloadavg()[0]:.1f}"
+              f" {_kind(fn)}, setup {setup:.2f} s (SymEngine {engine_setup:.2f} s),"
+              f" load {os.getloadavg()[0]:.1f}"
               + ("" if agree else ", RESULTS DIFFER"), flush=True)
+
+
+def _kind(fn) -> str:
+    """How the batches run: fused (a sum's terms kind by kind), tape, or straight-line."""
+    if getattr(fn._built, "separable", None) is not None:
+        return "fused"
+    return getattr(fn, "strategy", "?")
 
 
 if __name__ == "__main__":

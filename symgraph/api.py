@@ -43,7 +43,7 @@ from .runtime.checked import checked_batch, checked_row, fill_gradient
 from .runtime.interpret import Pending
 from .runtime.points import PointEntries, checked_floats
 from .runtime.reduction import compile_reduced
-from .runtime.separable import separable_sum
+from .runtime.separable import fused_min_terms, separable_sum
 from .runtime.separable_build import SeparableBuild, fused_products
 from .runtime.sparse import DerivativeKernels
 
@@ -163,7 +163,8 @@ class CompiledFunction:
                 or not fused_products(self.products)):
             return None
         found = separable_sum(self.outputs[0], self.args, self.wrt, backend=record,
-                              cache_dir=self.cache_dir)
+                              cache_dir=self.cache_dir,
+                              min_terms=fused_min_terms(self.outputs[0]))
         if found is None:
             return None
         return SeparableBuild(found, self.products, strategy, lambda: build(

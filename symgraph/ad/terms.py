@@ -10,11 +10,13 @@ from one pattern per shape.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
 
 from ..ir.node import Node
+from ..ir.node import _intern as intern
 
 MAX_TERM_VARIABLES = 8
 MAX_TERM_NODES = 400
@@ -32,13 +34,36 @@ def split_terms(f: Node) -> list[Node]:
     return terms
 
 
-def term_shape(term: Node, position: dict[Node, int], nodes: list[Node] | None = None
-           ) -> tuple[tuple, list[int]] | None:
+# Ops whose constant arguments may be lifted (`term_shape`'s `lifted`): plain coefficients,
+# offsets and thresholds, which no rewrite or derivative rule reads the value of. An exponent
+# stays in the shape (x**2 is a product, its derivative a polynomial), as does a `where`'s 0/1
+# (a guard's mask) and a constant that is not finite (guards read finiteness).
+LIFTABLE = frozenset({"add", "mul", "div", "min", "max", "lt", "le", "gt", "ge"})
+
+
+def term_shape(term: Node, position: dict[Node, int], nodes: list[Node] | None = None,
+               lifted: list[Node] | None = None) -> tuple[tuple, list[int]] | None:
     """(shape key, the global positions of its variables in order of first use), or None when
     `term` is too big or uses a symbol outside `position`; `nodes` (a list) gets its nodes in
     topological order. The key lists, node by node: an op's name and its arguments' local
     numbers, a variable's slot (an int), a constant (the node itself: nodes are interned).
+    With `lifted` (a list), a finite constant that only `LIFTABLE` ops read is a parameter
+    instead: ``"$p"`` and its slot in the key, the constant appended to `lifted` (in order of
+    first use). Terms then differ in their coefficients and data but share a shape.
     The walk is `ir.traversal.topological_order`'s (leaves finished at once)."""
+    pinned: set[Node] = set()  # constants read by another op too: kept in the key
+    while True:
+        start = len(nodes) if nodes is not None else 0
+        found = _shape(term, position, nodes, lifted, pinned)
+        if found is not False:
+            return found
+        if nodes is not None:
+            del nodes[start:]
+
+
+def _shape(term, position, nodes, lifted, pinned):
+    """`term_shape`'s walk; False when a lifted constant turned out to be read by an op that
+    is not LIFTABLE (it is then in `pinned`: walk again)."""
     if not term.args:  # a term that is one leaf
         if nodes is not None:
             nodes.append(term)
@@ -49,10 +74,18 @@ def term_shape(term: Node, position: dict[Node, int], nodes: list[Node] | None =
     local: dict[Node, int] = {}
     key: list = []
     variables: list[int] = []
+    first = len(lifted) if lifted is not None else 0
+    params: dict[Node, int] = {}  # lifted constant -> its parameter slot
     stack = [(term, iter(term.args))]
     while stack:
         node, pending = stack[-1]
         for child in pending:
+            if lifted is not None and child.op == "const":
+                liftable = node.op in LIFTABLE and child not in pinned
+                if liftable != (child in params) and child in local:  # read both ways
+                    pinned.add(child)
+                    del lifted[first:]
+                    return False
             if child not in local:
                 if child.args:
                     stack.append((child, iter(child.args)))
@@ -63,6 +96,11 @@ def term_shape(term: Node, position: dict[Node, int], nodes: list[Node] | None =
                         return None
                     key.append(len(variables))
                     variables.append(where)
+                elif (lifted is not None and node.op in LIFTABLE and child not in pinned
+                      and math.isfinite(child.value)):
+                    params[child] = len(params)
+                    key += ("$p", params[child])
+                    lifted.append(child)
                 else:
                     key.append(child)
                 local[child] = len(local)
@@ -114,3 +152,73 @@ def sum_hessian_pattern(f: Node, wrt: Sequence[Node], min_terms: int, local_patt
         keys.append((np.maximum(a, b) * n + np.minimum(a, b)).ravel())
     unique = np.unique(np.concatenate(keys))
     return unique // n, unique % n
+
+
+def group_terms(kind_of: np.ndarray, arity: np.ndarray, flat: np.ndarray, n: int,
+                max_kinds: int, joinable: np.ndarray | None = None
+                ) -> list[tuple[int, list[tuple[int, int]], np.ndarray, np.ndarray]] | None:
+    """The kinds of term to compile, as (shape number, joined one-variable shapes as (shape
+    number, slot), the (terms, variables) table, the terms' numbers), or None when there are
+    more than `max_kinds`. A one-variable term joins a wider term over its variable (Rosenbrock's
+    (1 - x[i])**2 joins 100*(x[i+1] - x[i]**2)**2): fewer kinds and passes, fewer entries. The
+    host is where the variable comes first in its term (then the first such term), so that
+    hosts of the same shape take their joiners at the same place: one kind, not many. Only
+    terms `joinable` (default: all) join: a term with parameters of its own stays a kind."""
+    count = len(kind_of)
+    starts = np.cumsum(arity) - arity
+    term_of = np.repeat(np.arange(count), arity)
+    slot_of = np.arange(len(flat)) - np.repeat(starts, arity)
+    wide = np.repeat(arity > 1, arity)
+    v, slot, host = flat[wide], slot_of[wide], term_of[wide]
+    best = np.lexsort((host, slot, v))  # by variable, then slot, then term
+    v, slot, host = v[best], slot[best], host[best]
+    first = np.ones(len(v), bool)
+    first[1:] = v[1:] != v[:-1]
+    host_of, slot_in = np.full(n, -1), np.zeros(n, np.int64)
+    host_of[v[first]], slot_in[v[first]] = host[first], slot[first]
+    single = np.flatnonzero((arity == 1) if joinable is None else (arity == 1) & joinable)
+    joins = single[host_of[flat[starts[single]]] >= 0]
+    lone = np.ones(count, bool)
+    lone[joins] = False  # inside its host
+    variable = flat[starts[joins]]
+    hosts, codes = host_of[variable], kind_of[joins] * MAX_TERM_VARIABLES + slot_in[variable]
+    by_host = np.lexsort((codes, hosts))
+    hosts, codes = hosts[by_host], codes[by_host]
+    per_host = np.bincount(hosts, minlength=count)
+    signature = np.full((count, 1 + int(per_host.max(initial=0))), -1, np.int64)
+    signature[:, 0] = kind_of
+    place = np.arange(len(hosts)) - (np.cumsum(per_host) - per_host)[hosts]
+    signature[hosts, 1 + place] = codes
+    kept = np.flatnonzero(lone)
+    rows = signature[kept]
+    order = np.lexsort(rows.T[::-1])  # rows sorted (np.unique(axis=0) is slower)
+    rows, kept = rows[order], kept[order]
+    starts_of = np.flatnonzero(np.r_[True, (rows[1:] != rows[:-1]).any(axis=1)])
+    if len(starts_of) > max_kinds:
+        return None
+    found = []
+    for g, first in enumerate(starts_of.tolist()):
+        row = rows[first].tolist()
+        members = np.sort(kept[first:starts_of[g + 1] if g + 1 < len(starts_of) else None])
+        k = int(arity[members[0]])
+        table = flat[starts[members][:, None] + np.arange(k)]
+        parts = [(c // MAX_TERM_VARIABLES, c % MAX_TERM_VARIABLES) for c in row[1:] if c >= 0]
+        found.append((row[0], parts, table, members))
+    return found
+
+
+def term_template(order: list[Node], stand_ins: Sequence[Node],
+                  params: dict[Node, Node] | None = None) -> Node:
+    """The term of `order` rebuilt node for node, its variables (in order of first use)
+    replaced by `stand_ins`, its lifted constants by theirs in `params`."""
+    made: dict[Node, Node] = {}
+    used = 0
+    for node in order:
+        if node.op == "symbol":
+            made[node] = stand_ins[used]
+            used += 1
+        elif node.op == "const":
+            made[node] = params.get(node, node) if params else node
+        else:
+            made[node] = intern(node.op, tuple(made[a] for a in node.args), None)
+    return made[order[-1]]

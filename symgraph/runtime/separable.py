@@ -28,9 +28,12 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..ad.sparsity import hessian_sparsity
-from ..ad.terms import MAX_TERM_VARIABLES, split_terms, term_shape
-from ..backends.numba.sums import SumKind, emit_sum_kernels
+from ..ad.terms import group_terms, split_terms, term_shape, term_template
+from ..backends.numba.sum_kinds import SumKind
+from ..backends.numba.sum_lanes import LANES, flag_tests
+from ..backends.numba.sums import emit_sum_kernels
 from ..backends.registry import BACKENDS, Backend
+from ..ir.evaluate import count_ops
 from ..ir.node import Node, _intern, symbol
 from ..ir.opspec import generation
 from ..ir.traversal import bulk
@@ -42,42 +45,44 @@ from .loading import load_source
 
 MIN_TERMS = 1_000  # below, the symbolic sparse kernels are built (they are exact and cheap)
 MAX_KINDS = 32  # more kinds of term: the fused kernels would be too long to compile
-
-
-def _template(order: list[Node], stand_ins: Sequence[Node]) -> Node:
-    """The term of `order` rebuilt node for node, its variables (in order of first use)
-    replaced by `stand_ins`."""
-    made: dict[Node, Node] = {}
-    used = 0
-    for node in order:
-        if node.op == "symbol":
-            made[node] = stand_ins[used]
-            used += 1
-        elif node.op == "const":
-            made[node] = node
-        else:
-            made[node] = _intern(node.op, tuple(made[a] for a in node.args), None)
-    return made[order[-1]]
+# A big sum of fewer terms is fused too, for its batches: one loop a kind over the terms, the
+# points as lanes (backends.numba.sum_lanes), compiles in about a second whatever its size,
+# where the symbolic kernels of a sum past ~2,000 operations take 5-40 s to compile as lanes
+# or batch on the tape.
+FUSED_MIN_OPS = 2_000
+FUSED_MIN_TERMS = 64
+TERMS_PER_KIND = 16  # fewer terms a kind on average: constants lifted (`_separable`)
 
 
 class _Kind:
-    """One shape of term: its template's programs and the variables of each of its terms."""
+    """One shape of term: its template's programs, the variables of each of its terms and
+    the values of their parameters (lifted constants: `ad.terms.term_shape`)."""
 
-    def __init__(self, template: Node, stand_ins: list[Node], rows: np.ndarray) -> None:
-        self.k = len(stand_ins)
+    def __init__(self, template: Node, stand_ins: list[Node], rows: np.ndarray,
+                 params: list[Node] | None = None, values: np.ndarray | None = None) -> None:
+        self.k, self.params = len(stand_ins), list(params or [])
         self.template = template
         index = rows.astype(np.int32)  # less to read
         # Terms by their variables: a sum's own order is its nodes' digests, and reading and
         # adding in that order would miss the cache at every term.
-        self.index = index[np.lexsort(index.T[::-1])]
+        order = np.lexsort(index.T[::-1])
+        self.index = index[order]
+        self.values = None if values is None else np.ascontiguousarray(values[order])
         local_rows, local_cols = hessian_sparsity(template, stand_ins)
-        gradient, hess = build_programs([template], stand_ins, stand_ins, products=[
-            VALUE_GRAD, sparse_hessian_product(len(local_rows))])
+        gradient, hess = build_programs([template], stand_ins + self.params, stand_ins,
+                                        products=[VALUE_GRAD,
+                                                  sparse_hessian_product(len(local_rows))])
+        shared = len(self.index) > 1 and bool((self.index == self.index[0]).all())
         self.emitted = SumKind(gradient, hess, list(zip(local_rows.tolist(),
-                                                        local_cols.tolist())))
+                                                        local_cols.tolist())), self.k, shared)
         g_rows = self.index[:, local_rows].astype(np.int64)
         g_cols = self.index[:, local_cols].astype(np.int64)
         self.pairs = np.maximum(g_rows, g_cols), np.minimum(g_rows, g_cols)  # (terms, pairs)
+
+    @property
+    def tables(self) -> list[np.ndarray]:
+        """What the kernels read of this kind: its variables' table, its parameters' values."""
+        return [self.index] if self.values is None else [self.index, self.values]
 
 
 _SIGNATURES = {"value": 1, "value_grad": 2, "hessian": 2, "hessp": 3}  # arrays before tables
@@ -116,22 +121,68 @@ class SeparableSum:
         self.module, self.path = load_source(source, cache_dir)
         BACKENDS["numba"].load(self.module)
         self.source = source
-        self._tables = [kind.index for kind in kinds]
-        self._hess_tables = [t for kind, s in zip(kinds, self._slots) for t in (kind.index, s)]
+        self._flagged = bool(flag_tests([kind.emitted for kind in kinds]))
+        self._tables = [t for kind in kinds for t in kind.tables]
+        self._hess_tables = [t for kind, s in zip(kinds, self._slots) for t in (*kind.tables, s)]
         self._ready: dict[str, object] = {}
 
     @bulk  # Numba's compile beside millions of live nodes: each collection would take seconds
     def _compile(self, name: str) -> object:
         kernel = getattr(self.module, name)
         tables = self._hess_tables if name == "hessian" else self._tables
-        small = [np.zeros((0,) + t.shape[1:], np.int32) for t in tables]
-        kernel(*[np.zeros(1)] * _SIGNATURES[name], *small)
+        small = [np.zeros((0,) + t.shape[1:], t.dtype) for t in tables]
+        if name.endswith("_batch"):
+            kernel(*self._scratch(name, np.zeros((0, self.n))), *small)
+        else:
+            kernel(*[np.zeros(1)] * _SIGNATURES[name], *small)
         self._ready[name] = kernel
         return kernel
 
     def kernel(self, name: str) -> object:
         """The compiled kernel `name` (value, value_grad, hessian, hessp)."""
         return self._ready.get(name) or self._compile(name)
+
+    def _scratch(self, name: str, X: np.ndarray, OUT: np.ndarray | None = None) -> tuple:
+        """A batch kernel's arrays: X (the variables' columns), OUT, a block's rows of the
+        variables and of the sums (the gradient's, the value's), its points' flags."""
+        rows = self.n + 1 if name == "value_grad_batch" else 1
+        if OUT is None:
+            OUT = np.zeros((X.shape[0], rows))
+        return (X, OUT, np.empty((self.n, LANES)), np.empty((rows, LANES)),
+                np.zeros(X.shape[0] if self._flagged else 0, np.bool_))
+
+    def batch(self, name: str, X: np.ndarray, OUT: np.ndarray) -> None:
+        """Rows of `X` (points of `size` values) into rows of `OUT`: the sum (`name` "value")
+        or the sum and its gradient ("value_grad"), a block of points at a time (their
+        lanes: backends.numba.sum_lanes)."""
+        X = np.asarray(X)
+        rows = 1 + self.n if name == "value_grad" else 1
+        if X.ndim != 2 or X.shape[1] != self.size or np.shape(OUT) != (X.shape[0], rows):
+            raise ValueError(f"{name}'s batch expects X of shape (N, {self.size}) and OUT of "
+                             f"shape (N, {rows}), got {X.shape} and {np.shape(OUT)}")
+        X = np.ascontiguousarray(X if self.columns is None else X[:, self.columns],
+                                 dtype=np.float64)
+        plain = (isinstance(OUT, np.ndarray) and OUT.dtype == np.float64
+                 and OUT.flags.c_contiguous and OUT.flags.writeable)
+        target = OUT if plain else np.empty((X.shape[0], rows))
+        kernel = self.kernel(name + "_batch")
+        arrays = self._scratch(name + "_batch", X, target)
+        kernel(*arrays, *self._tables)
+        for p in np.flatnonzero(arrays[-1]).tolist():  # again with libm: the 1-point kernels
+            if name == "value":
+                target[p, 0] = self.kernel("value")(X[p], *self._tables)
+            else:
+                target[p, 1:] = 0.0
+                target[p, 0] = self.kernel("value_grad")(X[p], target[p, 1:], *self._tables)
+        if self.offset:
+            target[:, 0] += self.offset
+        if target is not OUT:
+            OUT[...] = target
+
+    @property
+    def cost(self) -> int:
+        """The op-table cost of a point's value and gradient (all the terms')."""
+        return sum(kind.index.shape[0] * kind.emitted.gradient.cost for kind in self.kinds)
 
     def _x(self, point: np.ndarray) -> np.ndarray:
         point = np.ascontiguousarray(point, dtype=np.float64)
@@ -175,55 +226,15 @@ class SeparableSum:
         return result
 
 
-def _groups(kind_of: np.ndarray, arity: np.ndarray, flat: np.ndarray, n: int
-            ) -> list[tuple[int, list[tuple[int, int]], np.ndarray]] | None:
-    """The kinds of term to compile, as (shape number, joined one-variable shapes as (shape
-    number, slot), the (terms, variables) table), or None when there are more than
-    `MAX_KINDS`. A one-variable term joins a wider term over its variable (Rosenbrock's
-    (1 - x[i])**2 joins 100*(x[i+1] - x[i]**2)**2): fewer kinds and passes, fewer entries. The
-    host is where the variable comes first in its term (then the first such term), so that
-    hosts of the same shape take their joiners at the same place: one kind, not many."""
-    count = len(kind_of)
-    starts = np.cumsum(arity) - arity
-    term_of = np.repeat(np.arange(count), arity)
-    slot_of = np.arange(len(flat)) - np.repeat(starts, arity)
-    wide = np.repeat(arity > 1, arity)
-    v, slot, host = flat[wide], slot_of[wide], term_of[wide]
-    best = np.lexsort((host, slot, v))  # by variable, then slot, then term
-    v, slot, host = v[best], slot[best], host[best]
-    first = np.ones(len(v), bool)
-    first[1:] = v[1:] != v[:-1]
-    host_of, slot_in = np.full(n, -1), np.zeros(n, np.int64)
-    host_of[v[first]], slot_in[v[first]] = host[first], slot[first]
-    single = np.flatnonzero(arity == 1)
-    joins = single[host_of[flat[starts[single]]] >= 0]
-    lone = np.ones(count, bool)
-    lone[joins] = False  # inside its host
-    variable = flat[starts[joins]]
-    hosts, codes = host_of[variable], kind_of[joins] * MAX_TERM_VARIABLES + slot_in[variable]
-    by_host = np.lexsort((codes, hosts))
-    hosts, codes = hosts[by_host], codes[by_host]
-    per_host = np.bincount(hosts, minlength=count)
-    signature = np.full((count, 1 + int(per_host.max(initial=0))), -1, np.int64)
-    signature[:, 0] = kind_of
-    place = np.arange(len(hosts)) - (np.cumsum(per_host) - per_host)[hosts]
-    signature[hosts, 1 + place] = codes
-    kept = np.flatnonzero(lone)
-    rows = signature[kept]
-    order = np.lexsort(rows.T[::-1])  # rows sorted (np.unique(axis=0) is slower)
-    rows, kept = rows[order], kept[order]
-    starts_of = np.flatnonzero(np.r_[True, (rows[1:] != rows[:-1]).any(axis=1)])
-    if len(starts_of) > MAX_KINDS:
-        return None
-    found = []
-    for g, first in enumerate(starts_of.tolist()):
-        row = rows[first].tolist()
-        members = np.sort(kept[first:starts_of[g + 1] if g + 1 < len(starts_of) else None])
-        k = int(arity[members[0]])
-        table = flat[starts[members][:, None] + np.arange(k)]
-        parts = [(c // MAX_TERM_VARIABLES, c % MAX_TERM_VARIABLES) for c in row[1:] if c >= 0]
-        found.append((row[0], parts, table))
-    return found
+def fused_min_terms(f: Node) -> int:
+    """The fewest terms that `f` fused needs: `FUSED_MIN_TERMS` for a sum of at least
+    `FUSED_MIN_OPS` operations, else `MIN_TERMS`."""
+    if f.op != "add" or len(f.args) < 2:
+        return MIN_TERMS
+    terms = len(split_terms(f))
+    if terms >= MIN_TERMS or terms < FUSED_MIN_TERMS:
+        return MIN_TERMS
+    return FUSED_MIN_TERMS if count_ops(f) >= FUSED_MIN_OPS else MIN_TERMS
 
 
 _LAST: list = [None, None]  # (key, SeparableSum or None) of the last sum asked about
@@ -254,15 +265,62 @@ def _separable(f, args, wrt, cache_dir, min_terms) -> SeparableSum | None:
     if len(terms) < min_terms or len(set(wrt)) != len(wrt) or len(wrt) >= 2**31:
         return None
     position = {v: i for i, v in enumerate(wrt)}
+    # Constants by identity first (a chain's terms share theirs: one kind, no tables); unless
+    # that leaves kinds of few terms each, coefficients and data lifted into tables (each term
+    # its numbers), when that makes fewer kinds.
+    best = None
+    for lift in (False, True):
+        read = _read(terms, position, lift)
+        if read is None:
+            return None
+        groups = group_terms(np.asarray(read[1], np.int64), np.asarray(read[2], np.int64),
+                             np.asarray(read[3], np.int64), len(wrt), MAX_KINDS,
+                             np.asarray([not v for v in read[5]], bool) if lift else None)
+        if groups is not None and (best is None or len(groups) < len(best[2])):
+            best = (lift, read, groups)
+        if best is not None and len(best[2]) * TERMS_PER_KIND <= len(terms):
+            break
+    if best is None:
+        return None  # too many kinds: too many kernels' worth of steps to compile
+    lift, (offset, _, _, _, kept, values), groups = best
+    kinds = []
+    for number, parts, rows, members in groups:
+        nodes: list[Node] = []
+        lifted: list[Node] | None = [] if lift else None
+        term_shape(kept[number], position, nodes, lifted)
+        stand_ins = [symbol(f"_sep[{i}]") for i in range(rows.shape[1])]
+        params = [symbol(f"_par[{i}]") for i in range(len(lifted or ()))]
+        template = term_template(nodes, stand_ins, dict(zip(lifted or (), params)))
+        for k, slot in parts:  # (joined terms have no parameters)
+            joined: list[Node] = []
+            term_shape(kept[k], position, joined)
+            template = _intern("add", (template, term_template(joined, [stand_ins[slot]])),
+                               None)
+        table = np.asarray([values[t] for t in members.tolist()], np.float64) if params else None
+        kinds.append(_Kind(template, stand_ins, rows, params, table))
+    if not kinds:
+        return None
+    arg_position = {a: i for i, a in enumerate(args)}
+    columns = np.asarray([arg_position[v] for v in wrt], dtype=np.int64)
+    same = len(args) == len(wrt) and bool((columns == np.arange(len(wrt))).all())
+    return SeparableSum(kinds, len(wrt), None if same else columns, cache_dir, offset,
+                        len(args))
+
+
+def _read(terms: list[Node], position: dict[Node, int], lift: bool):
+    """(the constant terms' sum, per counted term its shape's number, its variables' count,
+    all their variables in a row, the first term of each shape, per term its parameters'
+    values), or None when a term is not a small term over the variables alone."""
     ids: dict[tuple, int] = {}  # shape key -> kind of term (in order of first use)
     kept: list[Node] = []  # the first term of each shape
-    kind_of, arity, flat = [], [], []  # per term; its variables, all terms in a row
+    kind_of, arity, flat, values = [], [], [], []  # per term; its variables, all in a row
     offset = 0.0
     for term in terms:
         if term.op == "const":
             offset += float(term.value)  # no derivatives
             continue
-        found = term_shape(term, position)
+        lifted: list[Node] | None = [] if lift else None
+        found = term_shape(term, position, None, lifted)
         if found is None:
             return None
         key, variables = found
@@ -274,27 +332,5 @@ def _separable(f, args, wrt, cache_dir, min_terms) -> SeparableSum | None:
         kind_of.append(number)
         arity.append(len(variables))
         flat += variables
-    groups = _groups(np.asarray(kind_of, np.int64), np.asarray(arity, np.int64),
-                     np.asarray(flat, np.int64), len(wrt))
-    if groups is None:
-        return None  # too many kinds: too many kernels' worth of steps to compile
-    orders = []
-    for term in kept:
-        nodes: list[Node] = []
-        term_shape(term, position, nodes)
-        orders.append(nodes)
-    kinds = []
-    for number, parts, rows in groups:
-        stand_ins = [symbol(f"_sep[{i}]") for i in range(rows.shape[1])]
-        template = _template(orders[number], stand_ins)
-        if parts:
-            template = _intern("add", (template, *[_template(orders[k], [stand_ins[slot]])
-                                                   for k, slot in parts]), None)
-        kinds.append(_Kind(template, stand_ins, rows))
-    if not kinds:
-        return None
-    arg_position = {a: i for i, a in enumerate(args)}
-    columns = np.asarray([arg_position[v] for v in wrt], dtype=np.int64)
-    same = len(args) == len(wrt) and bool((columns == np.arange(len(wrt))).all())
-    return SeparableSum(kinds, len(wrt), None if same else columns, cache_dir, offset,
-                        len(args))
+        values.append([c.value for c in lifted] if lifted else [])
+    return offset, kind_of, arity, flat, kept, values

@@ -13,12 +13,14 @@ added in another order).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from ..lower.products import VALUE, VALUE_GRAD, Product
+from .batching import rows_per_thread, run_batch
 from .build import MadeOnUse
 from .separable import SeparableSum
 
@@ -44,23 +46,16 @@ class SeparableBuild(MadeOnUse):
         self.on_switch: list[Callable[[Any], None]] = []  # (never called: the fused stay)
         rows = {VALUE.name: self._value_row, VALUE_GRAD.name: self._value_grad_row}
         self.rows = {p.name: rows[p.name] for p in products}
-        self.batches = {name: self._batch(row) for name, row in self.rows.items()}
-        self.threaded = self.batches
+        self.batches = {name: functools.partial(separable.batch, name) for name in self.rows}
+        self.threaded = {name: functools.partial(run_batch, batch,
+                                                 min_rows=rows_per_thread(separable.cost))
+                         for name, batch in self.batches.items()}
 
     def _value_row(self, x: np.ndarray, out: np.ndarray) -> None:
         out[0] = self.separable.value(x)
 
     def _value_grad_row(self, x: np.ndarray, out: np.ndarray) -> None:
         out[0] = self.separable.value_and_grad(x, out[1:])[0]
-
-    @staticmethod
-    def _batch(row: Callable[[np.ndarray, np.ndarray], None]
-               ) -> Callable[[np.ndarray, np.ndarray], None]:
-        def batch(X: np.ndarray, OUT: np.ndarray) -> None:
-            for r in range(X.shape[0]):
-                row(X[r], OUT[r])
-
-        return batch
 
     def straight(self) -> Any:
         """The symbolic Build's compiled kernels (made now: a 10^5-term sum takes a while)."""
