@@ -17,6 +17,7 @@ import numpy as np
 
 from ..ir.node import Node
 from ..ir.node import _intern as intern
+from ..ir.ops import OPS
 
 MAX_TERM_VARIABLES = 8
 MAX_TERM_NODES = 400
@@ -76,7 +77,8 @@ def _shape(term, position, nodes, lifted, pinned):
     variables: list[int] = []
     first = len(lifted) if lifted is not None else 0
     params: dict[Node, int] = {}  # lifted constant -> its parameter slot
-    stack = [(term, iter(term.args))]
+    args = _structural_args(term) if lifted is not None else {}
+    stack = [(term, iter(args.get(term, term.args)))]
     while stack:
         node, pending = stack[-1]
         for child in pending:
@@ -88,7 +90,7 @@ def _shape(term, position, nodes, lifted, pinned):
                     return False
             if child not in local:
                 if child.args:
-                    stack.append((child, iter(child.args)))
+                    stack.append((child, iter(args.get(child, child.args))))
                     break
                 if child.op == "symbol":
                     where = position.get(child)
@@ -109,13 +111,39 @@ def _shape(term, position, nodes, lifted, pinned):
         else:
             stack.pop()
             key.append(node.op)
-            key.append(tuple([local[a] for a in node.args]))
+            key.append(tuple([local[a] for a in args.get(node, node.args)]))
             local[node] = len(local)
             if nodes is not None:
                 nodes.append(node)
             if len(local) > MAX_TERM_NODES:
                 return None
     return tuple(key), variables
+
+
+def _structural_args(term: Node) -> dict[Node, tuple[Node, ...]]:
+    """The arguments of `term`'s commutative nodes in an order of their structure alone (ops,
+    variables and constants as such, not which or what value): a sum's nodes are ordered by
+    their digests, so ``a*exp(-b/T)`` and ``exp(-b/T)*a`` both occur as its coefficients
+    vary; walked in this order, terms of one formula have one shape."""
+    structure: dict[Node, tuple] = {}
+    ordered: dict[Node, tuple[Node, ...]] = {}
+    stack = [(term, False)]
+    while stack:  # (iterative post-order)
+        node, done = stack.pop()
+        if node in structure:
+            continue
+        if not node.args:
+            structure[node] = ("v",) if node.op == "symbol" else ("c",)
+        elif done:
+            children = node.args
+            if OPS[node.op].commutative:
+                children = tuple(sorted(children, key=structure.__getitem__))
+                ordered[node] = children
+            structure[node] = (node.op, *(structure[a] for a in children))
+        else:
+            stack.append((node, True))
+            stack.extend((a, False) for a in node.args if a not in structure)
+    return ordered
 
 
 def sum_hessian_pattern(f: Node, wrt: Sequence[Node], min_terms: int, local_pattern

@@ -23,6 +23,7 @@ callers add the sum's constant terms.
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -36,6 +37,24 @@ _I1, _I2, _I3, _I4 = (INDENT * k for k in range(1, 5))
 LANES = 32  # points a block (the callers' `_XT.shape[1]`, at most): ``_R``'s rows apart
 
 
+class _Select(ast.NodeTransformer):
+    def visit_IfExp(self, node: ast.IfExp) -> ast.Call:
+        self.generic_visit(node)
+        return ast.Call(ast.Name("vwhere", ast.Load()), [node.test, node.body, node.orelse], [])
+
+
+def _selects(line: str) -> str:
+    """A step's line with its if-expressions as ``vwhere(c, a, b)`` (vecmath's select): Numba
+    compiles an if-expression to a branch, and a branch keeps LLVM from vectorising the loop
+    (weibull@463's ``x == 0`` guard: 21 us a point, scalar)."""
+    code, sep, comment = line.partition("  # ")
+    if " if " not in code:
+        return line
+    indent = code[:len(code) - len(code.lstrip())]
+    tree = _Select().visit(ast.parse(code.strip()))
+    return indent + ast.unparse(tree) + sep + comment
+
+
 def _flags(s: Step) -> list[str]:
     """The out-of-range tests of `s`'s vecmath calls (on its operands), as lane code has."""
     operands = [operand_text(o) for o in s.operands]
@@ -43,7 +62,13 @@ def _flags(s: Step) -> list[str]:
             for f in vecmath_calls(OPS[s.op].render("lanes", operands)) if f in LIMITED]
 
 
-def _kind_loop(number: int, kind: SumKind, p: Program, gradient: bool) -> list[str]:
+def _flag_row(k: int) -> int:
+    """Where in ``_R`` a block's flags are, for kinds of at most `k` variables."""
+    return (2 * k + 1) * LANES
+
+
+def _kind_loop(number: int, kind: SumKind, p: Program, gradient: bool, kinds_k: int
+               ) -> list[str]:
     """Kind `number`'s loop over its terms, in it one loop over the block's points running
     the steps, their results in rows of ``_R`` (one array, rows at constant distances), then
     added into their rows of ``_G``. LLVM vectorises a loop only if its run-time overlap
@@ -53,8 +78,12 @@ def _kind_loop(number: int, kind: SumKind, p: Program, gradient: bool) -> list[s
     its data) copies them once and adds its terms' results up in ``_R``."""
     k = kind.k
     loads, steps, outputs = renamed(p, number, k, _I4, "lanes", f"_R[{{}} * {LANES} + _j]")
-    flags = list(dict.fromkeys(f"{_I4}_F[_s + _j] |= {suffixed(flag, p, number)}"
-                               for s in p.steps for flag in _flags(s)))
+    steps = list(map(_selects, steps))
+    # a flag is a row of _R too (a bool array written in the loop kept it scalar: 21 us a point
+    # against 2.6 for weibull@463)
+    flag_row = _flag_row(kinds_k)
+    flags = [f"{_I4}_R[{flag_row} + _j] += vwhere({suffixed(flag, p, number)}, 1.0, 0.0)"
+             for flag in dict.fromkeys(f for s in p.steps for f in _flags(s))]
     results = outputs if gradient else outputs[:1]
     rows = ["_sum", *(f"_r{j}" for j in range(k))]
     out = [(k + e) * LANES for e in range(len(results))]  # each result's row of _R
@@ -74,7 +103,7 @@ def _kind_loop(number: int, kind: SumKind, p: Program, gradient: bool) -> list[s
         lines += [INDENT + line for line in [*loads[:k], *steps, *flags]]
         lines += [f"{_I4}{INDENT}_R[{o} + _j] += {r}" for o, r in zip(out, results)]
         return lines + adds
-    direct = k <= (3 if flags else 8)  # (checks: _R and _F against each row read)
+    direct = k <= 8  # (LLVM's checks: _R against each row read)
     lines = [f"{_I2}for _t in range(_i{number}.shape[0]):"]
     lines += [f"{_I3}_r{j} = _i{number}[_t, {j}]" for j in range(k)]
     lines += params
@@ -92,6 +121,7 @@ def _batch(kinds: Sequence[SumKind], gradient: bool) -> list[str]:
     name = "value_grad" if gradient else "value"
     what = "the sum and its gradient" if gradient else "the sum"
     flagged = bool(flag_tests(kinds))
+    kmax = max(k.k for k in kinds)
     lines = [JIT_SUM, f"def {name}_batch(_X, _OUT, _XT, _G, _F{tables(kinds)}):",
              f'{_I1}"""Rows of _X into {what} in rows of _OUT, _XT.shape[1] points at a '
              'time' + ('; _F[p]: point p has an argument beyond vecmath\'s exact range' if flagged
@@ -99,8 +129,8 @@ def _batch(kinds: Sequence[SumKind], gradient: bool) -> list[str]:
              f"{_I1}_n, _b = _XT.shape[0], _XT.shape[1]",
              f"{_I1}_w = _n - _n % 8  # variables copied in tiles of 8 (a point's cache line)",
              f"{_I1}_sum = _G.shape[0] - 1  # the row of the sum",
-             f"{_I1}_R = np.empty({(2 * max(k.k for k in kinds) + 1) * LANES})"
-             "  # a term's variables and results",
+             f"{_I1}_R = np.empty({_flag_row(kmax) + LANES})"
+             "  # a term's variables and results, the block's flags",
              f"{_I1}for _s in range(0, _X.shape[0], _b):",
              f"{_I2}_m = min(_b, _X.shape[0] - _s)",
              *_copy("_XT[_u + _v, _j] = _X[_s + _j, _u + _v]",
@@ -108,10 +138,13 @@ def _batch(kinds: Sequence[SumKind], gradient: bool) -> list[str]:
              f"{_I2}for _v in range(_G.shape[0]):", f"{_I3}for _j in range(_m):",
              f"{_I4}_G[_v, _j] = 0.0"]
     if flagged:
-        lines += [f"{_I2}for _j in range(_m):", f"{_I3}_F[_s + _j] = False"]
+        lines += [f"{_I2}for _j in range(_m):", f"{_I3}_R[{_flag_row(kmax)} + _j] = 0.0"]
     for n, kind in enumerate(kinds):
         p = kind.gradient if gradient else _value_only(kind.gradient)
-        lines += _kind_loop(n, kind, p, gradient)
+        lines += _kind_loop(n, kind, p, gradient, kmax)
+    if flagged:
+        lines += [f"{_I2}for _j in range(_m):",
+                  f"{_I3}_F[_s + _j] = _R[{_flag_row(kmax)} + _j] != 0.0"]
     if gradient:
         lines += _copy("_OUT[_s + _j, 1 + _u + _v] = _G[_u + _v, _j]",
                        "_OUT[_s + _j, 1 + _v] = _G[_v, _j]")
@@ -144,5 +177,7 @@ def batch_kernel_lines(kinds: Sequence[SumKind]) -> list[str]:
 
 def lane_code(kinds: Sequence[SumKind]) -> str:
     """The batch kernels' steps and flag tests (what they call of vecmath)."""
-    return "\n".join([*(line for kind in kinds for line in step_lines(kind.gradient, "lanes", "")),
-                       *flag_tests(kinds)])
+    flags = flag_tests(kinds)
+    return "\n".join([*(_selects(line) for kind in kinds
+                         for line in step_lines(kind.gradient, "lanes", "")),
+                       *flags, *(["vwhere(flag, 1.0, 0.0)"] if flags else [])])

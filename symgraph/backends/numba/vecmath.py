@@ -550,6 +550,11 @@ def vsincos(x: float) -> tuple[float, float]:
                                                                                 cos_r)
 
 
+# `a if cond else b` as one select: plain Numba loops (backends.numba.sum_lanes) write their
+# if-expressions with it, since Numba compiles an if-expression to a branch.
+vwhere = _where
+
+
 @_jit(error_model="numpy")
 def vsin_array(x, out):
     """out[:] = sin(x): the vector loop, then lanes beyond SIN_COS_LIMIT again with libm."""
