@@ -21,17 +21,35 @@ from ..ir.ops import OPS
 
 MAX_TERM_VARIABLES = 8
 MAX_TERM_NODES = 400
+FACTORED_ARGS = 8  # a sum under a factor with more terms is split (`split_terms`)
 
 
 def split_terms(f: Node) -> list[Node]:
-    """The terms of `f` as a sum (nested sums flattened, left to right); [f] if not a sum."""
-    terms, stack = [], [f]
+    """The terms of `f` as a sum (nested sums flattened, left to right); [f] if not a sum. A
+    sum under a minus or a constant factor is split too, the factor on each of its terms
+    (``-(a + b)``: ``-a``, ``-b``; ``c*(a + b)``: ``c*a``, ``c*b``), so that a negated energy
+    or a weighted sum of terms is a sum of small terms; only a sum of more than
+    `FACTORED_ARGS` terms (a term's own formula, a few terms under one factor, stays whole)."""
+    terms, stack = [], [(f, None)]  # (node, the factor on it: None, "neg" or a constant)
     while stack:
-        node = stack.pop()
+        node, factor = stack.pop()
         if node.op == "add":
-            stack.extend(reversed(node.args))
-        else:
+            stack.extend((a, factor) for a in reversed(node.args))
+            continue
+        inner = node.args[-1] if len(node.args) in (1, 2) else None
+        if inner is not None and inner.op == "add" and len(inner.args) > FACTORED_ARGS:
+            if node.op == "neg" and factor in (None, "neg"):  # (-(-(...)): no factor)
+                stack.extend((a, None if factor else "neg") for a in reversed(inner.args))
+                continue
+            if (node.op == "mul" and factor is None and len(node.args) == 2
+                    and node.args[0].op == "const"):
+                stack.extend((a, node.args[0]) for a in reversed(inner.args))
+                continue
+        if factor is None:
             terms.append(node)
+        else:
+            terms.append(intern("neg", (node,), None) if factor == "neg"
+                         else intern("mul", (factor, node), None))
     return terms
 
 
