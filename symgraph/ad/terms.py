@@ -4,8 +4,10 @@ read (ad.sparsity's Hessian pattern of such a sum, runtime.separable's fused ker
 A chained or grid energy is a sum of 10^5 terms, each over a few variables, and most terms are
 one formula on other variables. `split_terms` lists the terms; `term_shape` gives a term's
 shape (its nodes with its variables numbered in order of first use: terms of one shape are
-one formula) and its variables; `sum_hessian_pattern` is the Hessian pattern of such a sum
-from one pattern per shape.
+one formula) and its variables, and with its coefficients lifted, their values;
+`sum_hessian_pattern` is the Hessian pattern of such a sum from one pattern per shape;
+`group_terms` makes the kinds a sum's fused kernels loop over, `term_template` a kind's
+formula over stand-ins.
 """
 
 from __future__ import annotations

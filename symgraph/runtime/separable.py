@@ -7,17 +7,25 @@ symbolically costs seconds of per-node Python work per 10^5 variables, and its p
 on the tape. Here instead:
 
 1. the sum's terms are read once (`split_terms`) and grouped by their shape: the term with
-   its variables numbered in order of first use (`_shape`), constants by identity;
-2. each shape becomes a template over stand-in variables, differentiated once: its value and
-   gradient, and its local Hessian's nonzeros (programs of a few dozen steps);
+   its variables numbered in order of first use (`ad.terms.term_shape`), constants by
+   identity; when that leaves kinds of few terms each (a likelihood's data, a network's
+   coefficients: every term its own numbers), its coefficients and data are lifted instead,
+   into a table of each term's numbers beside the table of its variables;
+2. each shape becomes a template over stand-in variables (and parameters), differentiated
+   once: its value and gradient, and its local Hessian's nonzeros (programs of a few dozen
+   steps);
 3. one generated module (backends.numba.sums) has the value, value+gradient, sparse Hessian
    and H v kernels: each one loop per kind that reads a term's variables, runs the kind's
    steps and adds the results where they go (the gradient's entries, the pattern's slots; the
-   pattern is the union of the local ones, so it is `hessian_sparsity`'s).
+   pattern is the union of the local ones, so it is `hessian_sparsity`'s); and batch
+   kernels of the value and value+gradient, the same loops with a block of points as SIMD
+   lanes (backends.numba.sum_lanes).
 
-Values equal the symbolic kernels' up to rounding (the terms' contributions are added in
-another order). Terms with more than `MAX_TERM_VARIABLES` variables, or with symbols that are
-not variables (parameters), leave the sum to the symbolic kernels.
+`MIN_TERMS` terms make a sum fused for everything; past `FUSED_MIN_OPS` operations,
+`FUSED_MIN_TERMS` do (`fused_min_terms`: the batches' reason). Values equal the symbolic
+kernels' up to rounding (the terms' contributions are added in another order). Terms with
+more than `MAX_TERM_VARIABLES` variables, or with symbols that are not variables (parameters),
+leave the sum to the symbolic kernels.
 """
 
 from __future__ import annotations
