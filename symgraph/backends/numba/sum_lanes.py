@@ -34,7 +34,7 @@ from .batch import LIMITED, vecmath_calls
 from .sum_kinds import JIT_SUM, SumKind, live, renamed, suffixed, tables
 
 _I1, _I2, _I3, _I4 = (INDENT * k for k in range(1, 5))
-LANES = 32  # points a block (the callers' `_XT.shape[1]`, at most): ``_R``'s rows apart
+LANES = 64  # points a block (the callers' `_XT.shape[1]`, at most): ``_R``'s rows apart
 
 
 class _Select(ast.NodeTransformer):
