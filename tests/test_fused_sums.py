@@ -161,3 +161,23 @@ def test_a_big_sum_of_fewer_terms_is_fused_and_batches_as_the_symbolic_kernels(m
     np.testing.assert_array_equal(OUT[:, 0], values)
     monkeypatch.setattr(separable, "FUSED_MIN_OPS", 10**9)
     assert separable.fused_min_terms(f) == separable.MIN_TERMS
+
+
+def test_a_negated_or_weighted_sum_of_many_terms_is_split_into_its_terms():
+    from symgraph.ad.terms import FACTORED_ARGS, split_terms
+
+    x = [sg.symbol(f"x{i}") for i in range(12)]
+    inner = sg.apply("add", *[sg.cos(x[i]) * x[(i + 1) % 12] for i in range(12)])
+    few = sg.apply("add", *[sg.sin(x[i]) for i in range(FACTORED_ARGS)])
+    for f, count in ((x[0] - inner, 13), (x[0] + 2.5 * inner, 13), (x[0] - 2.5 * few, 2)):
+        terms = split_terms(f)
+        assert len(terms) == count  # a few terms under one factor: one term's own formula
+        point = {v: 0.1 * i - 0.3 for i, v in enumerate(x)}
+        assert sum(sg.evaluate(t, point) for t in terms) == pytest.approx(
+            sg.evaluate(f, point), rel=1e-14)
+    found = _fused(x[0] - inner, x)
+    dense = sg.compile(x[0] - inner, x, backend="python")
+    p = np.linspace(-1, 1, 12)
+    value, gradient = found.value_and_grad(p)
+    assert value == pytest.approx(dense(p), rel=1e-13)
+    np.testing.assert_allclose(gradient, dense.grad(p), rtol=1e-13, atol=1e-15)
