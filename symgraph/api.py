@@ -233,6 +233,10 @@ class CompiledFunction:
         elif name not in self._rows:
             raise KeyError(f"no program {name!r}; there are {sorted(self._rows)} and "
                            "sparse_jac, sparse_hess, hessp, jvp, vjp")
+        elif getattr(self._built, "separable", None) is not None:  # a fused sum's own
+            rows, batches = self._built.rows[name], self._built.batches[name]
+            n, m = len(self.args), self._built.width(name)
+            return checked_row(rows, name, n, m), checked_batch(batches, name, n, m)
         else:  # (interpreted first: raw kernels are the compiled ones, made now)
             built = self._built.straight()
             programs, rows, batches = built.programs, built.rows[name], built.batches[name]
@@ -450,6 +454,9 @@ class CompiledFunction:
     def op_counts(self, weighted: bool = False) -> dict[str, int]:
         """Arithmetic operations in each kernel (weighted by the op table's costs if asked):
         what value+derivatives cost against the value alone."""
+        counts = getattr(self._built, "op_counts", None)  # a fused sum's: its kinds' programs
+        if counts is not None:
+            return counts(weighted)
         return {p.name: p.cost if weighted else p.op_count for p in self.programs}
 
     def __reduce__(self) -> tuple:

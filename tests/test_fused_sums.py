@@ -181,3 +181,26 @@ def test_a_negated_or_weighted_sum_of_many_terms_is_split_into_its_terms():
     value, gradient = found.value_and_grad(p)
     assert value == pytest.approx(dense(p), rel=1e-13)
     np.testing.assert_allclose(gradient, dense.grad(p), rtol=1e-13, atol=1e-15)
+
+
+def test_a_fused_functions_raw_kernels_and_op_counts_are_its_fused_ones(monkeypatch):
+    monkeypatch.setattr(separable, "FUSED_MIN_OPS", 50)
+    monkeypatch.setattr(separable, "FUSED_MIN_TERMS", 8)
+    f, args = _rates(12)  # 49 operations
+    monkeypatch.setattr(separable, "FUSED_MIN_OPS", 40)
+    fn = sg.compile(f, args)
+    assert "fused" in repr(fn)
+    row, batch = fn.kernels("value_grad")
+    X = np.random.default_rng(6).uniform(0.5, 2, (70, len(args)))
+    OUT, out = np.empty((70, 1 + len(args))), np.empty(1 + len(args))
+    batch(X, OUT)
+    row(X[5], out)
+    values, gradients = fn.value_and_grad(X)
+    np.testing.assert_array_equal(OUT[:, 0], values)
+    np.testing.assert_allclose(out[1:], gradients[5], rtol=1e-13)
+    with pytest.raises(ValueError):
+        batch(X[:, 1:], OUT)
+    counts = fn.op_counts()
+    assert fn._built._built is None  # no symbolic kernels made for them
+    assert 0 < counts["value"] < counts["value_grad"]
+    assert fn.op_counts(weighted=True)["value_grad"] >= counts["value_grad"]

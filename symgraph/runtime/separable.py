@@ -32,12 +32,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 
 from ..ad.sparsity import hessian_sparsity
 from ..ad.terms import group_terms, split_terms, term_shape, term_template
-from ..backends.numba.sum_kinds import SumKind
+from ..backends.numba.sum_kinds import SumKind, live
 from ..backends.numba.sum_lanes import LANES, flag_tests
 from ..backends.numba.sums import emit_sum_kernels
 from ..backends.registry import BACKENDS, Backend
@@ -190,7 +191,18 @@ class SeparableSum:
     @property
     def cost(self) -> int:
         """The op-table cost of a point's value and gradient (all the terms')."""
-        return sum(kind.index.shape[0] * kind.emitted.gradient.cost for kind in self.kinds)
+        return self.op_count("value_grad", True)
+
+    def op_count(self, name: str, weighted: bool = False) -> int:
+        """Operations (or op-table cost) of a point's `name` ("value" or "value_grad"): each
+        kind's program times its terms."""
+        total = 0
+        for kind in self.kinds:
+            p = kind.emitted.gradient
+            if name == "value":
+                p = live(replace(p, outputs=p.outputs[:1]), False)
+            total += kind.index.shape[0] * (p.cost if weighted else p.op_count)
+        return total
 
     def _x(self, point: np.ndarray) -> np.ndarray:
         point = np.ascontiguousarray(point, dtype=np.float64)

@@ -51,6 +51,15 @@ class SeparableBuild(MadeOnUse):
                                                  min_rows=rows_per_thread(separable.cost))
                          for name, batch in self.batches.items()}
 
+    def width(self, name: str) -> int:
+        """Values a point's `name` kernel writes: the value (and the gradient)."""
+        return 1 + self.separable.n if name == VALUE_GRAD.name else 1
+
+    def op_counts(self, weighted: bool = False) -> dict[str, int]:
+        """Operations a point costs in each kernel: its terms' programs, kind by kind (the
+        value's are the value+gradient program's steps the value needs)."""
+        return {name: self.separable.op_count(name, weighted) for name in self.rows}
+
     def _value_row(self, x: np.ndarray, out: np.ndarray) -> None:
         out[0] = self.separable.value(x)
 
