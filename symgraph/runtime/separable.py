@@ -55,9 +55,13 @@ from .loading import load_source
 MIN_TERMS = 1_000  # below, the symbolic sparse kernels are built (they are exact and cheap)
 MAX_KINDS = 32  # more kinds of term: the fused kernels would be too long to compile
 # A big sum of fewer terms is fused too, for its batches: one loop a kind over the terms, the
-# points as lanes (backends.numba.sum_lanes), compiles in about a second whatever its size,
+# points as lanes (backends.numba.sum_lanes), compiles in a few seconds whatever its size,
 # where the symbolic kernels of a sum past ~2,000 operations take 5-40 s to compile as lanes
-# or batch on the tape.
+# or batch on the tape. Chosen, not fitted: below 2,000 operations the symbolic lanes meet the
+# targets (every family at ~1,000, benchmarks/results/families_1000.md); at ~3,000 and ~5,000,
+# fused against SymEngine on every family it takes, FIT and held out alike, in
+# benchmarks/results/fused_3000_5000.md (the lanes were faster still where they fitted the
+# compile budget: sums whose terms all read the same few parameters, gauss_loglik@840).
 FUSED_MIN_OPS = 2_000
 FUSED_MIN_TERMS = 64
 TERMS_PER_KIND = 16  # fewer terms a kind on average: constants lifted (`_separable`)
