@@ -97,7 +97,7 @@ def _shape(term, position, nodes, lifted, pinned):
     variables: list[int] = []
     first = len(lifted) if lifted is not None else 0
     params: dict[Node, int] = {}  # lifted constant -> its parameter slot
-    args = _structural_args(term) if lifted is not None else {}
+    args = _structural_args(term, position) if lifted is not None else {}
     stack = [(term, iter(args.get(term, term.args)))]
     while stack:
         node, pending = stack[-1]
@@ -140,12 +140,15 @@ def _shape(term, position, nodes, lifted, pinned):
     return tuple(key), variables
 
 
-def _structural_args(term: Node) -> dict[Node, tuple[Node, ...]]:
-    """The arguments of `term`'s commutative nodes in an order of their structure alone (ops,
-    variables and constants as such, not which or what value): a sum's nodes are ordered by
-    their digests, so ``a*exp(-b/T)`` and ``exp(-b/T)*a`` both occur as its coefficients
-    vary; walked in this order, terms of one formula have one shape."""
+def _structural_args(term: Node, position: dict[Node, int]) -> dict[Node, tuple[Node, ...]]:
+    """The arguments of `term`'s commutative nodes in an order of their structure (ops,
+    variables and constants as such, not which or what value), then of the first variable
+    each reads: a sum's nodes are ordered by their digests, so ``a*exp(-b/T)`` and
+    ``exp(-b/T)*a`` both occur as its coefficients vary, and ``w0*x0 + w1*x1`` walks its
+    weights in any order; walked in this order, terms of one formula have one shape, and
+    terms over the same variables the same table rows."""
     structure: dict[Node, tuple] = {}
+    first: dict[Node, int] = {}  # the lowest position of a variable below a node (-1: none)
     ordered: dict[Node, tuple[Node, ...]] = {}
     stack = [(term, False)]
     while stack:  # (iterative post-order)
@@ -154,12 +157,14 @@ def _structural_args(term: Node) -> dict[Node, tuple[Node, ...]]:
             continue
         if not node.args:
             structure[node] = ("v",) if node.op == "symbol" else ("c",)
+            first[node] = position.get(node, -1) if node.op == "symbol" else -1
         elif done:
             children = node.args
             if OPS[node.op].commutative:
-                children = tuple(sorted(children, key=structure.__getitem__))
+                children = tuple(sorted(children, key=lambda a: (structure[a], first[a])))
                 ordered[node] = children
             structure[node] = (node.op, *(structure[a] for a in children))
+            first[node] = min((first[a] for a in children if first[a] >= 0), default=-1)
         else:
             stack.append((node, True))
             stack.extend((a, False) for a in node.args if a not in structure)
