@@ -33,6 +33,10 @@ _BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
 _COMPARE = {ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt,
             ast.GtE: operator.ge, ast.Eq: operator.eq, ast.NotEq: operator.ne}
 _CALLABLE = {"abs": abs, "max": max, "min": min, "math": math, "np": np}
+# A pack's loop runs over a multiple of this many operands (AVX-512's doubles, two AVX2
+# vectors): LLVM's vectorised loop then has no scalar remainder, whose vecmath iterations
+# cost more than libm's calls (FIT A/B, see backends.numba.packs).
+PACK_LANES = 8
 
 
 def _calls(node) -> bool:
@@ -291,16 +295,18 @@ def compile_steps(context, builder, pointer, impls, env=None, packs=()):
         """Compute the packed steps: their operands into an array, one loop of the vecmath
         function over it (LLVM vectorises it), a flag if any operand is beyond vecmath's
         range (`limit`), and only then, a branch recomputing those with libm."""
-        intp, n = types.intp, len(members)
+        intp = types.intp
+        n = -(-len(members) // PACK_LANES) * PACK_LANES  # whole vectors: no scalar remainder
         calls = [[steps[t].value for t in member] for member in members]
         operands = [number(cs[0].args[0], top) for cs in calls]
         array = cgutils.alloca_once(builder, context.get_value_type(f64), size=n)
-        array.align = 32
+        array.align = 64
         results = []
         for _ in members[0]:
             results.append(cgutils.alloca_once(builder, context.get_value_type(f64), size=n))
-            results[-1].align = 32
-        for k, value in enumerate(operands):
+            results[-1].align = 64
+        for k in range(n):  # the padding lanes compute f(1.0): in every function's range
+            value = operands[k] if k < len(operands) else context.get_constant(f64, 1.0)
             builder.store(value, builder.gep(array, [context.get_constant(intp, k)]))
         test = ast.parse(limit, mode="eval").body if limit else None
         flag = cgutils.alloca_once_value(builder, cgutils.false_bit)
