@@ -40,23 +40,26 @@ def _compiled(expr, args, path, packed: bool, monkeypatch):
 
 def _both(fn, point):
     value, gradient = fn.value_and_grad_floats(*point)
-    also = fn.value_and_grad(*point)  # NAME_point: the same packs, the same bits
-    assert np.array([value, *gradient]).tobytes() == np.array([also[0], *also[1]]).tobytes()
-    return np.array([value, *gradient])
+    got, also = np.array([value, *gradient]), fn.value_and_grad(*point)
+    also = np.array([also[0], *also[1]])  # NAME_point: the same packs, the same bits (but a
+    number = ~np.isnan(got)  # nan's sign: x86 keeps the first operand's nan of two)
+    assert got[number].tobytes() == also[number].tobytes() and np.isnan(also[~number]).all()
+    return got
 
 
 def _ulps(a, b):
     """|a - b| in units of the last place of the larger (nan and inf where both are)."""
     same = (a == b) | (np.isnan(a) & np.isnan(b))
     scale = np.spacing(np.maximum(np.abs(a), np.abs(b)))
-    return np.where(same, 0.0, np.abs(a - b) / scale)
+    with np.errstate(invalid="ignore"):  # inf - inf where only one is inf: nan, not <= 1
+        return np.where(same, 0.0, np.abs(a - b) / scale)
 
 
 def test_independent_sin_and_cos_of_one_operand_pack_as_sincos_and_a_chain_does_not():
-    xs = sg.symbols("a b c d e")
+    xs = sg.symbols("a b c d e f g h i")
     chain = sg.exp(sg.sin(sg.log(sg.cos(xs[0] + 1) + 2)))  # each call needs the previous
     found = packs.packs(_program(sum(sg.sin(x) * x for x in xs), xs))
-    assert [(f, len(m)) for f, m in found] == [("vsincos", 5)]
+    assert [(f, len(m)) for f, m in found] == [("vsincos", 9)]
     assert all(len(member) == 2 for member in found[0][1])
     assert packs.packs(_program(chain, xs[:1])) == []
 
@@ -88,14 +91,15 @@ EDGES = [0.0, -0.0, 1e-310, -1e-310, 1.5, -2.5, 1e8, -3e15, 1e300, math.inf, -ma
 @pytest.mark.parametrize("function", ["sin", "cos", "exp"])
 def test_a_packed_call_is_within_an_ulp_of_libm_and_libms_bits_beyond_its_range(
         function, tmp_path, monkeypatch):
-    # f = sum g(x_i): the gradient is g'(x_i), one packed call each (cos, -sin, exp)
-    xs = sg.symbols(" ".join(f"x{i}" for i in range(6)))
+    # f = sum g(x_i): the gradient is g'(x_i), one packed call each (cos, -sin, exp): a pack
+    # of 10 (at least packs.MIN_MEMBERS), two vectors' loop with padding lanes
+    xs = sg.symbols(" ".join(f"x{i}" for i in range(10)))
     expr = sum(getattr(sg, function)(x) for x in xs)
     packed = _compiled(expr, xs, tmp_path, True, monkeypatch)
     plain = _compiled(expr, xs, tmp_path, False, monkeypatch)
     rng = np.random.default_rng(20)
-    points = [EDGES[k:k + 6] for k in range(0, len(EDGES) - 5)] + [
-        list(rng.uniform(-50, 50, 6)) for _ in range(200)]
+    points = [EDGES[k:k + 10] for k in range(0, len(EDGES) - 9)] + [
+        list(rng.uniform(-50, 50, 10)) for _ in range(200)]
     for point in points:
         got, want = _both(packed, point)[1:], _both(plain, point)[1:]
         assert np.all(_ulps(got, want) <= 1.0), (point, got, want)
