@@ -64,6 +64,14 @@ def test_independent_sin_and_cos_of_one_operand_pack_as_sincos_and_a_chain_does_
     assert packs.packs(_program(chain, xs[:1])) == []
 
 
+def test_a_pack_past_max_members_splits_into_packs_of_at_least_min_members(monkeypatch):
+    monkeypatch.setattr(packs, "MAX_MEMBERS", 10)
+    xs = [sg.symbols(f"x{i}") for i in range(23)]
+    found = packs.packs(_program(sum(sg.exp(x) * x for x in xs), xs))
+    assert [(f, len(m)) for f, m in found] == [("vexp", 10), ("vexp", 13)]  # 3 join the last
+    assert len({t for _, m in found for member in m for t in member}) == 23
+
+
 @pytest.mark.parametrize("name", ["product_chain@33", "gibbs_mixing@25", "pendulum_chain@7",
                                   "weibull@14"])
 def test_packed_order_reads_every_name_after_its_step_and_keeps_every_step(name):

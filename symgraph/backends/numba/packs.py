@@ -32,6 +32,7 @@ from .batch import LIMITED
 # others alike (product_chain@33 540 -> 401 ns, arrhenius@31 297 -> 250, weibull@14 274 ->
 # 235). Packs of 1-3 (the vecmath call alone, scalar) lost 5-25% against glibc's calls.
 MIN_MEMBERS = 8
+MAX_MEMBERS = 256  # more: packs of this many (a pack's arrays live on the kernel's stack)
 PAIRS = {("vsin", "vcos"): "vsincos"}  # a sin and a cos of one operand: one call of both
 
 
@@ -75,15 +76,24 @@ def packs(p: Program) -> list[tuple[str, tuple[tuple[str, ...], ...]]]:
             others = groups[(second, d)]
             paired = [k for k in members if k in others and len(members[k]) == len(others[k]) == 1]
             if len(paired) >= MIN_MEMBERS:
-                found.append((both, tuple((members[k][0], others[k][0]) for k in paired)))
+                found += _split(both, [(members[k][0], others[k][0]) for k in paired])
                 for k in paired:
                     del members[k], others[k]
     for (function, _), members in groups.items():
-        single = tuple((t,) for targets in members.values() for t in targets)
+        single = [(t,) for targets in members.values() for t in targets]
         if len(single) >= MIN_MEMBERS:
-            found.append((function, single))
+            found += _split(function, single)
     order = {s.target: k for k, s in enumerate(p.steps)}
     return sorted(found, key=lambda pack: order[pack[1][0][0]])
+
+
+def _split(function: str, members: list) -> list[tuple[str, tuple[tuple[str, ...], ...]]]:
+    """Packs of at most MAX_MEMBERS members (the last at least MIN_MEMBERS: it takes the
+    rest)."""
+    cuts = list(range(0, len(members), MAX_MEMBERS))
+    if len(cuts) > 1 and len(members) - cuts[-1] < MIN_MEMBERS:
+        cuts.pop()
+    return [(function, tuple(members[a:b])) for a, b in zip(cuts, [*cuts[1:], len(members)])]
 
 
 def packed_order(p: Program, found: list) -> Program:
