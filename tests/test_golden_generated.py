@@ -42,7 +42,15 @@ def normal_cdf(backend: str) -> sg.CompiledFunction:
     return sg.compile(0.5 * (1 + sg.erf(x / sg.sqrt(2.0))), [x], backend=backend)
 
 
-CASES = {"polynomial": (polynomial, ("python", "numba")),
+def pendulums(backend: str) -> sg.CompiledFunction:
+    # Eight pendulums' potential energy: the point kernels compute the cos of each angle (the
+    # value) with its sin (the gradient) as one pack of vsincos calls (backends.numba.packs).
+    thetas = sg.symbols("t0 t1 t2 t3 t4 t5 t6 t7")
+    return sg.compile(sum((k + 1.0) * (1 - sg.cos(t)) for k, t in enumerate(thetas)), thetas,
+                      backend=backend)
+
+
+CASES = {"polynomial": (polynomial, ("python", "numba")), "pendulums": (pendulums, ("numba",)),
          "linear_mse": (linear_mse, ("python", "numba")),
          "logistic_loss": (logistic_loss, ("numba",)), "normal_cdf": (normal_cdf, ("python",))}
 GOLDENS = [(case, backend) for case, (_, backends) in sorted(CASES.items()) for backend in backends]

@@ -32,6 +32,7 @@ from ...lower.schedule import Program
 from ..common import INDENT, module_header, needed_preludes, output_lines, step_lines
 from .batch import JIT, JIT_BATCH, batch_kernel_lines, vecmath_calls
 from .cache import runtime_digest
+from .packs import packed_order, packs
 from .point import has_point, point_lines
 
 RUNTIME = "symgraph.backends.numba.runtime"
@@ -70,11 +71,14 @@ def emit_numba(programs: Sequence[Program], title: str, description: Sequence[st
     """The module the cache loads: kernels compiled by symgraph's Numba runtime."""
     batches = [batch_kernel_lines(p) for p in programs]
     code = "\n".join(line for b in batches for line in b)
-    points = {p.name: point_lines(p) for p in programs if has_point(p)}
+    # a point kernel's packs (independent vecmath calls, SIMD lanes at a time): their steps
+    # stand together in NAME_steps
+    found = {p.name: packs(p) for p in programs if has_point(p)}
+    points = {p.name: point_lines(p, found[p.name]) for p in programs if p.name in found}
     used = sorted(name for name in ("fetch_add", "lane_loops", "load_acquire")
                   if f"{name}(" in code) + (["point_line"] if points else []) + ["straight_line"]
     used = sorted(used + (["floats_line"] if "value_grad" in points else []))
-    steps = [_steps_function(p) for p in programs]
+    steps = [_steps_function(packed_order(p, found.get(p.name, []))) for p in programs]
     # vecmath functions the lane code and the steps call (inlined, not called; plain Numba,
     # the runtime's fallback, calls them)
     vector = sorted(vecmath_calls("\n".join([code, *(line for s in steps for line in s)])))

@@ -21,6 +21,11 @@ A call of ``fn.value_and_grad(x, y)`` is one small Python function and one compi
   length, any strides).
   Names, batches and a wrong ``out`` go to ``_slow`` too.
 
+Both kernels compute a program's packs (backends.numba.packs: at least 8 independent calls
+of one vecmath function, ``NAME_packs`` in the module) SIMD lanes at a time, the rest as the
+row does: their numbers are the row's within an ulp per packed call (as lane kernels' are),
+libm's bits beyond vecmath's exact range, and the same for numbers and arrays.
+
 They exist only for a scalar expression's ``value`` and ``value_grad`` programs with at most
 `MAX_INPUTS` inputs (beyond that, a point goes through the row kernel as before). The kernels
 compile on first use, like every other kernel: one signature for numbers, one for arrays (and
@@ -30,10 +35,12 @@ one for value_grad_floats).
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Sequence
 
 from ...lower.schedule import Program
 from ..common import INDENT
 from .batch import JIT
+from .packs import limit
 
 # More inputs than this: no point kernel. The floats entry's typing and compile grow with
 # the inputs (250: ~1.5 s more at load 4), and its numbers' conversion (~35 ns each) passes the
@@ -49,22 +56,49 @@ def has_point(p: Program) -> bool:
             and (p.name == "value_grad" or (p.name == "value" and len(p.outputs) == 1)))
 
 
-def point_lines(p: Program) -> list[str]:
+def point_lines(p: Program, found: Sequence[tuple[str, tuple]] = ()) -> list[str]:
     """``_NAME_point = point_line(NAME_steps)``, the jitted ``NAME_point`` (and, for value_grad,
-    ``value_grad_floats``) and ``NAME_api``."""
-    lines = [f"_{p.name}_point = point_line({p.name}_steps)", "", "", JIT]
+    ``value_grad_floats``) and ``NAME_api``; with `found` (backends.numba.packs), the packs
+    ``NAME_packs`` that both kernels compute SIMD lanes at a time."""
+    packed = f", {p.name}_packs" if found else ""
+    lines = [*_packs(p, found), f"_{p.name}_point = point_line({p.name}_steps{packed})", "", "",
+             JIT]
     if p.name == "value":
         lines += ["def value_point(_x):", f"{_I1}return _value_point(_x, None)"]
     else:
         k, labels = len(p.outputs) - 1, [label for label, _ in p.outputs[1:]]
         shown = ", ".join(labels if k <= 3 else [labels[0], "...", labels[-1]])
         lines += [f"def {p.name}_point(_x, _g):", f"{_I1}return _{p.name}_point(_x, _g)", "",
-                  "", f"_{p.name}_floats = floats_line({p.name}_steps, {k})", "", "", JIT,
+                  "", f"_{p.name}_floats = floats_line({p.name}_steps, {k}{packed})", "", "", JIT,
                   *_wrapped(f"def {p.name}_floats(", list(p.inputs), "):", ""),
                   f'{_I1}"""(value, ({shown})): symgraph.api\'s value_and_grad_floats."""',
                   *_wrapped(f"{_I1}return _{p.name}_floats((", list(p.inputs),
                             ",))" if len(p.inputs) == 1 else "))", _I1)]
     return lines + ["", "", *_api(p)]
+
+
+def _packs(p: Program, found: Sequence[tuple[str, tuple]]) -> list[str]:
+    """``NAME_packs = (...)``: each pack's vecmath function, the condition on an operand x
+    under which libm's value replaces it, and its members' targets (a name, or a tuple of
+    the sin and the cos of one operand)."""
+    if not found:
+        return []
+    lines = [f"# {p.name}_steps' independent calls of one function that the point kernels compute",
+             "# SIMD lanes at a time: (vecmath function, libm instead where, the steps' targets)",
+             f"{p.name}_packs = ("]
+    for function, members in found:
+        items = [repr(function) + ",", repr(limit(function)) + ","] + [
+            (repr(m[0]) if len(m) == 1 else "(" + ", ".join(map(repr, m)) + ")") + ","
+            for m in members]
+        items[-1] = items[-1][:-1]
+        line = _I1 + "("
+        for item in items:
+            if len(line) + len(item) + 1 > 96:
+                lines.append(line.rstrip())
+                line = _I2
+            line += item + " "
+        lines.append(line.rstrip() + "),")
+    return [*lines, ")", "", ""]
 
 
 def _api(p: Program) -> list[str]:

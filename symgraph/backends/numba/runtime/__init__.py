@@ -205,10 +205,11 @@ def straight_line(steps: Callable) -> Any:
     return intrinsic(typer)
 
 
-def point_line(steps: Callable) -> Any:
+def point_line(steps: Callable, packs: tuple = ()) -> Any:
     """What ``NAME_point`` calls for ``NAME_steps(_x, _out)``: an intrinsic (x, g) -> float64
     for x a tuple of floats or a 1-D array, returning ``_out[0]`` and storing ``_out[k]`` in
-    ``g[k - 1]`` (g None: a program of one output)."""
+    ``g[k - 1]`` (g None: a program of one output). `packs` (backends.numba.packs): the
+    steps' calls computed SIMD lanes at a time (the plain fallback calls libm)."""
     if _plain():
         return plain.point_kernel(steps)
 
@@ -221,17 +222,18 @@ def point_line(steps: Callable) -> Any:
             from . import lowering as _lowering
 
             body = _lowering.steps_body(steps)
-            return types.float64(x, g), lambda *lowering: _lowering.lower_point(body, *lowering)
+            return types.float64(x, g), lambda *lowering: _lowering.lower_point(
+                body, *lowering, packs=packs)
         return None
 
     typer.__name__ = steps.__name__
     return intrinsic(typer)
 
 
-def floats_line(steps: Callable, count: int) -> Any:
+def floats_line(steps: Callable, count: int, packs: tuple = ()) -> Any:
     """What ``NAME_floats`` calls for ``NAME_steps(_x, _out)``: an intrinsic x -> (value,
     (g0, ..., g_{count-1})) for x a tuple of floats (or of `real`): ``_out[0]`` and a tuple of
-    ``_out[1]`` .. ``_out[count]``, all in registers (no array)."""
+    ``_out[1]`` .. ``_out[count]``, all in registers (no array); `packs` as `point_line`'s."""
     if _plain():
         return plain.floats_kernel(steps, count)
     result = types.Tuple((types.float64, types.UniTuple(types.float64, count)))
@@ -243,7 +245,8 @@ def floats_line(steps: Callable, count: int) -> Any:
             from . import lowering as _lowering
 
             body = _lowering.steps_body(steps)
-            return result(x), lambda *lowering: _lowering.lower_floats(body, count, *lowering)
+            return result(x), lambda *lowering: _lowering.lower_floats(body, count, *lowering,
+                                                                       packs=packs)
         return None
 
     typer.__name__ = steps.__name__

@@ -33,6 +33,10 @@ _BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
 _COMPARE = {ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt,
             ast.GtE: operator.ge, ast.Eq: operator.eq, ast.NotEq: operator.ne}
 _CALLABLE = {"abs": abs, "max": max, "min": min, "math": math, "np": np}
+# A pack's loop runs over a multiple of this many operands (AVX-512's doubles, two AVX2
+# vectors): LLVM's vectorised loop then has no scalar remainder, whose vecmath iterations
+# cost more than libm's calls (FIT A/B, see backends.numba.packs).
+PACK_LANES = 8
 
 
 def _calls(node) -> bool:
@@ -60,10 +64,11 @@ def lower(body, context, builder, signature, args):
     return context.get_dummy_value()
 
 
-def lower_point(body, context, builder, signature, args):
+def lower_point(body, context, builder, signature, args, packs=()):
     """Emit `body` (of a ``NAME_steps(_x, _out)``) as a point kernel's code: ``_x`` is a tuple
     of floats or a 1-D array, ``_out[0]`` is returned and ``_out[k]`` stored in ``g[k - 1]``
-    (g: an array, or None for a program of one output)."""
+    (g: an array, or None for a program of one output); `packs` are computed SIMD lanes at a
+    time (`compile_steps`)."""
     (xty, gty), (x, g) = signature.args, args
     f64, intp = types.float64, types.intp
     value = cgutils.alloca_once(builder, context.get_value_type(f64))  # _out[0], a register
@@ -91,14 +96,14 @@ def lower_point(body, context, builder, signature, args):
         return gty.dtype, cgutils.get_item_pointer(context, builder, gty, gs,
                                                    [context.get_constant(intp, i - 1)])
 
-    compile_steps(context, builder, pointer, {})(stores_early(body))
+    compile_steps(context, builder, pointer, {}, packs=packs)(stores_early(body))
     return builder.load(value)
 
 
-def lower_floats(body, count, context, builder, signature, args):
+def lower_floats(body, count, context, builder, signature, args, packs=()):
     """Emit `body` (of a ``NAME_steps(_x, _out)``) as a floats kernel's code: ``_x`` is a tuple
     of floats, and ``(_out[0], (_out[1], ..., _out[count]))`` is returned: every output a
-    register, no array."""
+    register, no array; `packs` as `lower_point`'s."""
     (x,), f64 = args, types.float64
     xs = cgutils.alloca_once(builder, x.type)  # the tuple on the stack (LLVM keeps registers)
     builder.store(x, xs)
@@ -112,7 +117,7 @@ def lower_floats(body, count, context, builder, signature, args):
         return f64, builder.gep(xs, [context.get_constant(types.int32, 0),
                                      context.get_constant(types.int32, i)])
 
-    compile_steps(context, builder, pointer, {})(stores_early(body))
+    compile_steps(context, builder, pointer, {}, packs=packs)(stores_early(body))
     values = [builder.load(o) for o in outs]
     result = signature.return_type
     gradient = context.make_tuple(builder, result.types[1], values[1:])
@@ -140,11 +145,13 @@ def stores_early(body):
     return ordered + [store for group in stores.values() for store in group]
 
 
-def compile_steps(context, builder, pointer, impls, env=None):
+def compile_steps(context, builder, pointer, impls, env=None, packs=()):
     """A function that emits the assignments it is given (`pointer` addresses subscripts and
     the lane flag; `env`: (value, type) of names given, a called lane loop's constants).
     Steps are float64; the vecmath functions they call (straight-line code on float64, int64
-    and bool) are inlined, so Numba's front end never compiles them."""
+    and bool) are inlined, so Numba's front end never compiles them. Each of `packs`
+    ((vecmath function, libm condition on x, member targets...): backends.numba.packs) is
+    emitted at its first step's statement, as one loop over its operands (`pack`)."""
     from .. import vecmath  # the functions lane code calls, inlined from their own file
     from ..special import external  # compiled functions the op table's templates call
 
@@ -284,8 +291,64 @@ def compile_steps(context, builder, pointer, impls, env=None):
                      context.cast(builder, number(statement.value, env), f64, dtype))
             context.pack_value(builder, dtype, value, ptr)
 
+    def pack(function, limit, members, steps):
+        """Compute the packed steps: their operands into an array, one loop of the vecmath
+        function over it (LLVM vectorises it), a flag if any operand is beyond vecmath's
+        range (`limit`), and only then, a branch recomputing those with libm."""
+        intp = types.intp
+        n = -(-len(members) // PACK_LANES) * PACK_LANES  # whole vectors: no scalar remainder
+        calls = [[steps[t].value for t in member] for member in members]
+        operands = [number(cs[0].args[0], top) for cs in calls]
+        array = cgutils.alloca_once(builder, context.get_value_type(f64), size=n)
+        array.align = 64
+        results = []
+        for _ in members[0]:
+            results.append(cgutils.alloca_once(builder, context.get_value_type(f64), size=n))
+            results[-1].align = 64
+        for k in range(n):  # the padding lanes compute f(1.0): in every function's range
+            value = operands[k] if k < len(operands) else context.get_constant(f64, 1.0)
+            builder.store(value, builder.gep(array, [context.get_constant(intp, k)]))
+        test = ast.parse(limit, mode="eval").body if limit else None
+        flag = cgutils.alloca_once_value(builder, cgutils.false_bit)
+        with cgutils.for_range(builder, context.get_constant(intp, n)) as loop:
+            x = builder.load(builder.gep(array, [loop.index]))
+            values = inline(getattr(vecmath, function), [(x, f64)])
+            for result, (value, _) in zip(results, values if isinstance(values, list)
+                                          else [values]):
+                builder.store(value, builder.gep(result, [loop.index]))
+            if test is not None:
+                builder.store(builder.or_(builder.load(flag), condition(test, {"x": (x, f64)})),
+                              flag)
+        if test is not None:
+            with builder.if_then(builder.load(flag), likely=False):
+                for k, (x, member) in enumerate(zip(operands, calls)):
+                    with builder.if_then(condition(test, {"x": (x, f64)})):
+                        for result, call in zip(results, member):  # libm, as the row's step
+                            builder.store(number(call, top), builder.gep(
+                                result, [context.get_constant(intp, k)]))
+        for k, member in enumerate(members):
+            for result, target in zip(results, member):
+                top[target] = builder.load(builder.gep(
+                    result, [context.get_constant(intp, k)])), f64
+
     def run(statements):
+        if not packs:
+            for statement in statements:
+                assign(statement, top)
+            return
+        statements = list(statements)
+        steps = {s.targets[0].id: s for s in statements if isinstance(s, ast.Assign)
+                 and isinstance(s.targets[0], ast.Name)}
+        packs_ = [(f, limit, *((m,) if isinstance(m, str) else m for m in members))
+                  for f, limit, *members in packs]  # a name: one target
+        packed = {t: p for p in packs_ for member in p[2:] for t in member}
         for statement in statements:
+            target = statement.targets[0] if isinstance(statement, ast.Assign) else None
+            if isinstance(target, ast.Name) and target.id in packed:
+                if target.id not in top:  # the pack's first step: all of it
+                    function, limit, *members = packed[target.id]
+                    pack(function, limit, members, steps)
+                continue
             assign(statement, top)
 
     return run
