@@ -204,3 +204,22 @@ def test_a_fused_functions_raw_kernels_and_op_counts_are_its_fused_ones(monkeypa
     assert fn._built._built is None  # no symbolic kernels made for them
     assert 0 < counts["value"] < counts["value_grad"]
     assert fn.op_counts(weighted=True)["value_grad"] >= counts["value_grad"]
+
+
+def test_the_runtimes_tile_copies_an_8_by_8_tile_transposed_bit_for_bit():
+    from numba import njit
+
+    from symgraph.backends.numba.runtime import plain, tile
+
+    @njit
+    def copy(A, a0, a1, B, b0, b1):
+        tile(A, a0, a1, B, b0, b1)
+
+    A = np.random.default_rng(8).standard_normal((21, 13))
+    A[3, 4], A[5, 6], A[10, 2] = np.nan, -0.0, np.inf
+    for kernel in (copy, plain.tile()):
+        B = np.zeros((11, 17))
+        kernel(A, 3, 2, B, 1, 9)  # A's rows 3..10, columns 2..9 -> B's rows 1..8, columns 9..16
+        expected = np.zeros((11, 17))
+        expected[1:9, 9:17] = A[3:11, 2:10].T
+        assert np.array_equal(B.view(np.int64), expected.view(np.int64))

@@ -133,8 +133,8 @@ def _batch(kinds: Sequence[SumKind], gradient: bool) -> list[str]:
              "  # a term's variables and results, the block's flags",
              f"{_I1}for _s in range(0, _X.shape[0], _b):",
              f"{_I2}_m = min(_b, _X.shape[0] - _s)",
-             *_copy("_XT[_u + _v, _j] = _X[_s + _j, _u + _v]",
-                    "_XT[_v, _j] = _X[_s + _j, _v]"),
+             *_copy("tile(_X, _s + _j, _u, _XT, _u, _j)",
+                    "_XT[_u + _v, _j] = _X[_s + _j, _u + _v]", "_XT[_v, _j] = _X[_s + _j, _v]"),
              f"{_I2}for _v in range(_G.shape[0]):", f"{_I3}for _j in range(_m):",
              f"{_I4}_G[_v, _j] = 0.0"]
     if flagged:
@@ -146,7 +146,8 @@ def _batch(kinds: Sequence[SumKind], gradient: bool) -> list[str]:
         lines += [f"{_I2}for _j in range(_m):",
                   f"{_I3}_F[_s + _j] = _R[{_flag_row(kmax)} + _j] != 0.0"]
     if gradient:
-        lines += _copy("_OUT[_s + _j, 1 + _u + _v] = _G[_u + _v, _j]",
+        lines += _copy("tile(_G, _u, _j, _OUT, _s + _j, 1 + _u)",
+                       "_OUT[_s + _j, 1 + _u + _v] = _G[_u + _v, _j]",
                        "_OUT[_s + _j, 1 + _v] = _G[_v, _j]")
     return lines + [f"{_I2}for _j in range(_m):", f"{_I3}_OUT[_s + _j, 0] = _G[_sum, _j]"]
 
@@ -157,12 +158,14 @@ def flag_tests(kinds: Sequence[SumKind]) -> list[str]:
     return [flag for kind in kinds for s in kind.gradient.steps for flag in _flags(s)]
 
 
-def _copy(tile: str, rest: str) -> list[str]:
-    """A block's copy between points' rows and the variables' rows: tiles of 8 variables
-    (LLVM unrolls the constant 8: vector loads or stores of a point's 8 values; a plain loop
-    over a variable's points took 2-8 times as long), then the variables past the last tile."""
-    return [f"{_I2}for _u in range(0, _w, 8):", f"{_I3}for _j in range(_m):",
-            f"{_I4}for _v in range(8):", f"{_I4}{_I1}{tile}",
+def _copy(tile: str, one: str, rest: str) -> list[str]:
+    """A block's copy between points' rows and the variables' rows: 8 x 8 tiles by the
+    runtime's `tile` (vector loads, shuffles, vector stores: a loop of scalar copies took ~1
+    ns a value), a tile's points past the last 8 one by one, then the variables past the last
+    tile."""
+    return [f"{_I2}for _u in range(0, _w, 8):", f"{_I3}for _j in range(0, _m - _m % 8, 8):",
+            f"{_I4}{tile}", f"{_I3}for _j in range(_m - _m % 8, _m):",
+            f"{_I4}for _v in range(8):", f"{_I4}{_I1}{one}",
             f"{_I2}for _v in range(_w, _n):", f"{_I3}for _j in range(_m):", f"{_I4}{rest}"]
 
 

@@ -113,8 +113,16 @@ if LOWERED:  # (the lowering's modules are imported by the typers, when Numba co
     from numba.extending import intrinsic
 
     from .claims import fetch_add, load_acquire
+
+    @intrinsic
+    def tile(typingctx, A, a0, a1, B, b0, b1):
+        """``B[b0 + c, b1 + r] = A[a0 + r, a1 + c]`` for r, c < 8 (`tiles`)."""
+        from .tiles import tile_typer
+
+        return tile_typer(A, a0, a1, B, b0, b1)
 else:  # said at first use (`_plain`), where a warning reaches whoever compiles
     fetch_add, load_acquire = plain.claims()
+    tile = plain.tile()
 
 
 def _plain() -> bool:

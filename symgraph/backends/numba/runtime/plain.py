@@ -107,6 +107,16 @@ def sums_kernel(lanes: Callable, slots: int, block: int, chunk: int, width: int)
     return njit(error_model="numpy", nogil=True)(sums_python(lanes, slots, block, chunk, width))
 
 
+def tile() -> Callable:
+    """`tiles`' copy of an 8 x 8 tile, as loops."""
+    def tile(A, a0, a1, B, b0, b1):
+        for r in range(8):
+            for c in range(8):
+                B[b0 + c, b1 + r] = A[a0 + r, a1 + c]
+
+    return njit(nogil=True)(tile)
+
+
 def claims() -> tuple[Callable, Callable]:
     """(fetch_add, load_acquire), not atomic: a batch must stay on one thread."""
     def fetch_add(claims, k):
