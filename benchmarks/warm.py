@@ -8,7 +8,8 @@ cache and Numba's cache, then makes the kernels the calls would switch to), then
 processes over those caches, the trees alternating (which goes first alternates too), so a
 change of load hits both alike. Each tree runs its own symgraph (the child runs with the
 tree as its working directory) over its own cache folder; Numba's cache folder is the
-environment's (the tape interpreter precompiled). Reported: the warm processes' CPU
+environment's (the tape interpreter precompiled), symgraph's default folder one per tree
+under $SYMGRAPH_CACHE_DIR. Reported: the warm processes' CPU
 (`time.process_time`) and wall ms over compile + first point + first batch, the calls' own
 CPU (the same calls on the compiled kernels), whether the first batch was interpreted, and
 the load average before and after.
@@ -17,6 +18,7 @@ the load average before and after.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import statistics
@@ -31,6 +33,11 @@ def _child(tree: str, name: str, cache: str, batch: int) -> dict:
     env = {**os.environ, "NUMBA_NUM_THREADS": os.environ.get("NUMBA_NUM_THREADS", "1")}
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     env["PYTHONPATH"] = os.path.abspath(tree)
+    # Each tree its own default folder (Numba's runtime's kept copy, the code fingerprint's
+    # memo): two versions of symgraph would otherwise replace each other's files.
+    root = os.environ.get("SYMGRAPH_CACHE_DIR") or tempfile.gettempdir()
+    env["SYMGRAPH_CACHE_DIR"] = os.path.join(
+        root, "tree-" + hashlib.sha256(os.path.abspath(tree).encode()).hexdigest()[:12])
     out = subprocess.run([sys.executable, "-m", "benchmarks.setup", "--child", "symgraph", name,
                           cache, str(batch)], capture_output=True, text=True, env=env,
                          cwd=tree, timeout=900)
