@@ -218,6 +218,30 @@ def test_llvmlites_lock_events_reach_a_listener_as_numbas_own_pair_sends_them_an
         event.start_event = start
 
 
+def test_symbols_added_directly_pass_no_llvmlite_lock_and_resolve_as_added_ones_do():
+    import llvmlite.binding as ll
+    from numba.core import event
+
+    from symgraph.backends.numba.runtime import startup
+
+    usual = ll.add_symbol
+    with event.install_recorder("numba:llvm_lock") as recorder:
+        ll.add_symbol("sg_test_symbol_usual", 0x1234)
+        through_lock = len(recorder.buffer)
+        with startup.direct_symbols():
+            assert ll.add_symbol is not usual
+            with startup.direct_symbols():  # (nested: the same direct one)
+                ll.add_symbol("sg_test_symbol_direct", 0x5678)
+        direct = len(recorder.buffer) - through_lock
+    assert ll.add_symbol is usual  # put back
+    assert through_lock == 2 and direct == 0  # (a start and an end through the lock)
+    assert ll.address_of_symbol("sg_test_symbol_direct") == 0x5678
+    assert ll.address_of_symbol("sg_test_symbol_usual") == 0x1234
+    context = startup.target_context()  # Numba's, made with them: its helpers resolve
+    assert context is startup.target_context()
+    assert ll.address_of_symbol("numba_gil_ensure") and ll.address_of_symbol("PyExc_KeyError")
+
+
 def test_plain_argument_types_are_numbas_own_types_of_them():
     from numba import typeof, types
 

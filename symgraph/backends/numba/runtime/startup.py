@@ -92,6 +92,46 @@ def quiet_llvm_events() -> bool:
     return False
 
 
+@contextlib.contextmanager
+def direct_symbols() -> Iterator[None]:
+    """Within: `llvmlite.binding.add_symbol` calls LLVM's own at once (LLVM's symbol table
+    takes its own lock), not through llvmlite's lock and its events: Numba's target context
+    adds ~290 symbols (its C helpers, the exception types) and the runtime 25, at ~2 us each
+    of which ~1.3 the wrapper (0.4 ms of a warm process). Another llvmlite: as it is."""
+    import ctypes
+
+    import llvmlite.binding as ll
+
+    usual = ll.add_symbol
+    try:
+        from llvmlite.binding import ffi
+
+        raw = ffi.lib.LLVMPY_AddSymbol._cfn
+    except (ImportError, AttributeError, OSError):
+        raw = None
+    if raw is None or getattr(usual, "_sg_direct", False):  # (or nested)
+        yield
+        return
+
+    def add_symbol(name: str, address: int) -> None:
+        raw(name.encode("utf-8") if isinstance(name, str) else name, ctypes.c_void_p(address))
+
+    add_symbol._sg_direct = True  # type: ignore[attr-defined]
+    ll.add_symbol = add_symbol
+    try:
+        yield
+    finally:
+        ll.add_symbol = usual
+
+
+def target_context() -> Any:
+    """Numba's CPU target context, made now if not yet (its symbols added directly)."""
+    from numba.core.registry import cpu_target
+
+    with direct_symbols():
+        return cpu_target.target_context
+
+
 def _start(rtsys: Any, context: Any) -> None:
     import llvmlite.binding as ll
     from numba.core import config
@@ -102,8 +142,9 @@ def _start(rtsys: Any, context: Any) -> None:
     kept = _read(path)
     if config.NRT_STATS:  # (as rtsys.initialize does)
         _nrt_python.memsys_enable_stats()
-    for name, address in _nrt_python.c_helpers.items():  # the C half, which the code calls
-        ll.add_symbol(name if name.startswith("_") else "NRT_" + name, address)
+    with direct_symbols():
+        for name, address in _nrt_python.c_helpers.items():  # the C half the code calls
+            ll.add_symbol(name if name.startswith("_") else "NRT_" + name, address)
     engine = _engine_module(codegen)  # (the first finalize below compiles or loads it)
     if kept is not None:
         if engine is not None and kept[2]:  # MCJIT loads it: no code-generation pipeline
