@@ -123,11 +123,17 @@ def test_a_signed_record_whose_census_or_steps_do_not_match_is_refused(tmp_path)
     [path] = _records(tmp_path)
     key = path.stem[len("expr_"):]
 
-    def signed(change):
+    def signed(change):  # (the record's line, then its programs' steps as JSON text)
         _, _, body = path.read_bytes().partition(b"\n")
-        record = json.loads(body)
+        head, _, texts = body.partition(b"\n")
+        record = json.loads(head)
+        for p in record["programs"]:
+            p["steps"], texts = texts[:p["steps"]].decode(), texts[p["steps"]:]
         change(record["programs"][0])
-        body = json.dumps(record).encode()
+        texts = [p["steps"].encode() for p in record["programs"]]
+        for p, text in zip(record["programs"], texts):
+            p["steps"] = len(text)
+        body = json.dumps(record).encode() + b"\n" + b"".join(texts)
         path.write_bytes(expression_cache._digest(key, body).encode() + b"\n" + body)
 
     original = path.read_bytes()
@@ -138,6 +144,14 @@ def test_a_signed_record_whose_census_or_steps_do_not_match_is_refused(tmp_path)
     [broken, _], _ = expression_cache.load_programs(tmp_path, key)
     with pytest.raises(ValueError, match="damaged steps"):
         broken.steps  # noqa: B018
+    path.write_bytes(original)
+    signed(lambda p: p.update(steps=p["steps"] + " "))  # sizes beyond the file's end
+    record = path.read_bytes()
+    path.write_bytes(record[:-1])
+    assert expression_cache.load_programs(tmp_path, key) is None  # (digest: damaged)
+    _, _, body = record[:-1].partition(b"\n")
+    path.write_bytes(expression_cache._digest(key, body).encode() + b"\n" + body)
+    assert expression_cache.load_programs(tmp_path, key) is None  # signed, yet short
     path.write_bytes(original)
     assert sg.compile(EXPR, [x, y], cache_dir=tmp_path).programs == expected
 
