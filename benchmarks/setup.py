@@ -68,6 +68,9 @@ def _child(tool: str, name: str, cache: str, batch: int) -> None:
     setup = time.perf_counter() - start
     cpu = time.process_time() - cpu  # (the process's CPU time: what load on the machine adds
     # to wall time, waiting for a core, is not in it)
+    pending = getattr(getattr(fn, "_built", None), "pending", None) if tool != "symengine" else None
+    # (whether the first batch ran on the interpreter: its switch not made by then)
+    interpreted = bool(pending) and not fn._built.made
     switch = 0.0
     if tool != "symengine" and hasattr(fn._built, "pending"):
         # Untimed in setup: the straight-line kernels the calls would switch to once they pay
@@ -95,6 +98,7 @@ def _child(tool: str, name: str, cache: str, batch: int) -> None:
     print(MARK + json.dumps({"import_s": imports, "setup_s": setup, "cpu_s": cpu,
                              "switch_s": switch,
                              "calls_s": calls, "calls_cpu_s": calls_cpu,
+                             "interpreted": interpreted,
                              "ops": sg.count_ops(expr)}), flush=True)
 
 

@@ -123,11 +123,17 @@ def test_a_signed_record_whose_census_or_steps_do_not_match_is_refused(tmp_path)
     [path] = _records(tmp_path)
     key = path.stem[len("expr_"):]
 
-    def signed(change):
+    def signed(change):  # (the record's line, then its programs' steps as JSON text)
         _, _, body = path.read_bytes().partition(b"\n")
-        record = json.loads(body)
+        head, _, texts = body.partition(b"\n")
+        record = json.loads(head)
+        for p in record["programs"]:
+            p["steps"], texts = texts[:p["steps"]].decode(), texts[p["steps"]:]
         change(record["programs"][0])
-        body = json.dumps(record).encode()
+        texts = [p["steps"].encode() for p in record["programs"]]
+        for p, text in zip(record["programs"], texts):
+            p["steps"] = len(text)
+        body = json.dumps(record).encode() + b"\n" + b"".join(texts)
         path.write_bytes(expression_cache._digest(key, body).encode() + b"\n" + body)
 
     original = path.read_bytes()
@@ -138,6 +144,14 @@ def test_a_signed_record_whose_census_or_steps_do_not_match_is_refused(tmp_path)
     [broken, _], _ = expression_cache.load_programs(tmp_path, key)
     with pytest.raises(ValueError, match="damaged steps"):
         broken.steps  # noqa: B018
+    path.write_bytes(original)
+    signed(lambda p: p.update(steps=p["steps"] + " "))  # sizes beyond the file's end
+    record = path.read_bytes()
+    path.write_bytes(record[:-1])
+    assert expression_cache.load_programs(tmp_path, key) is None  # (digest: damaged)
+    _, _, body = record[:-1].partition(b"\n")
+    path.write_bytes(expression_cache._digest(key, body).encode() + b"\n" + body)
+    assert expression_cache.load_programs(tmp_path, key) is None  # signed, yet short
     path.write_bytes(original)
     assert sg.compile(EXPR, [x, y], cache_dir=tmp_path).programs == expected
 
@@ -169,3 +183,47 @@ def test_typed_operands_survive_a_record_exactly(tmp_path):
     assert [v.hex() for v in got] == [o.value.hex() for o in special]  # -0.0 stays -0.0
     assert again.steps[1].operands[1].kind == CONST and np.isnan(again.steps[1].operands[1].value)
     assert all(type(o.value) is float for o in special)
+
+
+def _interpreter_modules(folder):
+    return {p.name: p for p in folder.glob("sg_*.py") if "numba" not in p.read_text()}
+
+
+def test_each_program_interprets_from_its_own_module_and_a_gradient_imports_only_its_own(
+        tmp_path, monkeypatch):
+    from symgraph.runtime import loading
+
+    first = sg.compile(EXPR, [x, y], cache_dir=tmp_path)
+    modules = _interpreter_modules(tmp_path)
+    assert len(modules) == 2  # the value's and the value+gradient's
+    texts = {name: path.read_text() for name, path in modules.items()}
+    assert sum("def value_row(" in t for t in texts.values()) == 1
+    assert sum("def value_grad_row(" in t for t in texts.values()) == 1
+    imported = []
+    load = build.load_source
+    monkeypatch.setattr(build, "load_source", lambda text, *a, **k: imported.append(
+        loading.module_name(text)) or load(text, *a, **k))
+    _no_rebuilding(monkeypatch)
+    again = sg.compile(EXPR, [x, y], cache_dir=tmp_path)
+    assert imported == []  # kept: nothing read or imported before a call
+    value, grad = again.value_and_grad(*POINT)
+    assert [texts[name].count("def value_grad_row(") for name in imported] == [1]
+    assert again._built._built is None  # interpreted
+    v1, g1 = first.value_and_grad(*POINT)
+    assert value == v1 and grad.tolist() == g1.tolist()
+
+
+def test_a_damaged_interpreter_module_is_rendered_again_on_first_use_with_the_same_numbers(
+        tmp_path):
+    first = sg.compile(EXPR, [x, y], cache_dir=tmp_path)
+    value, grad = first.value_and_grad(*POINT)
+    only = first(*POINT)
+    for path in _interpreter_modules(tmp_path).values():
+        path.write_text(path.read_text().replace("_out[0] =", "_out[0] = 1.0 +"))
+    again = sg.compile(EXPR, [x, y], cache_dir=tmp_path)
+    v2, g2 = again.value_and_grad(*POINT)
+    assert again(*POINT) == only == value
+    assert again._built._built is None  # interpreted, from modules written anew
+    assert v2 == value and g2.tolist() == grad.tolist()
+    assert "_out[0] = 1.0 +" not in "".join(
+        p.read_text() for p in _interpreter_modules(tmp_path).values())

@@ -132,15 +132,16 @@ def _edit_module(path: Path) -> None:
 
 
 def _re_signed(path: Path, change) -> None:
-    """A record whose body is valid JSON, changed by `change`, with a digest that matches:
-    only the record's own checks can refuse it."""
+    """A record whose line is valid JSON, changed by `change`, with a digest that matches:
+    only the record's own checks can refuse it. (Its programs' steps follow that line.)"""
     from symgraph.runtime import expression_cache
 
     key = path.stem[len("expr_"):]
     _, _, body = path.read_bytes().partition(b"\n")
-    record = json.loads(body)
+    head, _, steps = body.partition(b"\n")
+    record = json.loads(head)
     change(record)
-    body = json.dumps(record).encode()
+    body = json.dumps(record).encode() + b"\n" + steps
     path.write_bytes(expression_cache._digest(key, body).encode() + b"\n" + body)
 
 

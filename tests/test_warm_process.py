@@ -61,6 +61,10 @@ from llvmlite.binding import ffi
 
 # Numba's runtime from the kept copy, its bitcode not parsed; llvmlite's lock events quiet
 ran["runtime_bitcode_parsed"] = "_sg_bitcode" not in vars(rtsys._library)
+from numba.core import registry
+engine = registry.cpu_target.target_context.codegen()._llvm_module._CPUCodeLibrary__library
+# MCJIT compiled the engine's own module (the compiled hook ran), or took the kept object
+ran["engine_module"] = [engine._compiled, engine._compiled_object is None]
 ran["events_quiet"] = all(getattr(enter, "_sg_quiet", False) for enter, _ in ffi.lib._lock._cblist)
 from symgraph.backends.numba.cache import dispatchers_of
 ran["caches_unmade"] = sorted(d.__name__ for d in dispatchers_of(fn._built.module)
@@ -102,6 +106,9 @@ def test_a_warm_process_loads_the_kernels_without_the_lowering_special_or_vecmat
     assert again["floats_entry"] == first["floats_entry"] == "builtin_function_or_method"
     assert again["floats"] == first["floats"] == [again["value"], *again["grad"]]
     assert not again["runtime_bitcode_parsed"] and again["events_quiet"]
+    # the engine's empty module: compiled by the first process (its object kept with the
+    # runtime's), loaded from that copy by the second, never compiled there
+    assert first["engine_module"] == [True, False] and again["engine_module"] == [False, True]
     # Numba's cache made for the kernels it loaded only: the value kernels' never (nor checked)
     assert {"value_row", "value_chunks", "value_point"} <= set(again["caches_unmade"])
     assert "value_grad_chunks" not in again["caches_unmade"]
@@ -209,6 +216,30 @@ def test_llvmlites_lock_events_reach_a_listener_as_numbas_own_pair_sends_them_an
         assert len(made) == len(statuses) // 2
     finally:
         event.start_event = start
+
+
+def test_symbols_added_directly_pass_no_llvmlite_lock_and_resolve_as_added_ones_do():
+    import llvmlite.binding as ll
+    from numba.core import event
+
+    from symgraph.backends.numba.runtime import startup
+
+    usual = ll.add_symbol
+    with event.install_recorder("numba:llvm_lock") as recorder:
+        ll.add_symbol("sg_test_symbol_usual", 0x1234)
+        through_lock = len(recorder.buffer)
+        with startup.direct_symbols():
+            assert ll.add_symbol is not usual
+            with startup.direct_symbols():  # (nested: the same direct one)
+                ll.add_symbol("sg_test_symbol_direct", 0x5678)
+        direct = len(recorder.buffer) - through_lock
+    assert ll.add_symbol is usual  # put back
+    assert through_lock == 2 and direct == 0  # (a start and an end through the lock)
+    assert ll.address_of_symbol("sg_test_symbol_direct") == 0x5678
+    assert ll.address_of_symbol("sg_test_symbol_usual") == 0x1234
+    context = startup.target_context()  # Numba's, made with them: its helpers resolve
+    assert context is startup.target_context()
+    assert ll.address_of_symbol("numba_gil_ensure") and ll.address_of_symbol("PyExc_KeyError")
 
 
 def test_plain_argument_types_are_numbas_own_types_of_them():

@@ -79,9 +79,14 @@ def _load_numba(module: ModuleType) -> None:
 def _prepare_numba() -> None:
     """Numba's dispatcher and cache modules imported before a generated module is, so that
     the import's `folders_checked_once` finds them: a process that had not imported Numba
-    defined every kernel with Numba's own cache set-up (~0.4 ms a kernel)."""
+    defined every kernel with Numba's own cache set-up (~0.4 ms a kernel). And Numba's
+    target context, which the module's first kernel would make (`startup.target_context`)."""
     import numba.core.caching  # noqa: F401
     import numba.core.dispatcher  # noqa: F401
+
+    from .numba.runtime.startup import target_context
+
+    target_context()  # (what the module's first kernel makes: its symbols added directly)
 
 
 def _load_python(module: ModuleType) -> None:

@@ -184,7 +184,7 @@ def build(outputs: Sequence[Node], args: Sequence[Node], wrt: Sequence[Node], *,
     source = kept_source(folder, record.get("module")) if kept is not None else None
     first = backend.interpret_first and strategy == "auto"  # runtime.interpret
     if kept is not None and (source is not None or record.get("strategy") == TAPE or (
-            first and record.get("interpreter"))):
+            first and record.get("interpreters"))):
         programs, chosen = kept[0], record["strategy"]
     else:  # differentiate, schedule (and below, render); interpreted: no display comments
         record = {}
@@ -260,29 +260,31 @@ class Deferred(MadeOnUse):
     def __init__(self, backend: Backend, products: Sequence[Product], programs: list[Program],
                  nodes: tuple, folder: Path, key: str, record: dict,
                  source: str | None) -> None:
-        from ..backends.registry import BACKENDS
         from .interpret import Pending
 
         self.backend, self.strategy, self.products = backend, STRAIGHT, tuple(products)
         self.programs, self._nodes, self._folder, self._key = programs, nodes, folder, key
         self._record, self._source, self._built = record, source, None
         self.rows_in_place = backend.rows_in_place  # the interpreter reads x first too
-        name = record.get("interpreter")
-        self._interpreter, self._interpreter_text = None, kept_source(folder, name)
-        self._interpreter_kept = name if self._interpreter_text is not None else None
-        if self._interpreter_text is None:  # (rendered now: an op it lacks refuses here)
-            outputs, args, _ = nodes
-            self._interpreter_text = render_source(programs, outputs, args,
-                                                   BACKENDS["python"], described=False)
-            name = Path(self.interpreter.__file__).name
+        # One interpreter module per program: a first value_and_grad imports the gradient's
+        # alone (a 1,000-operation function's value module: ~40% of the bytecode, 1-2 ms).
+        names = record.get("interpreters")
+        names = names if isinstance(names, dict) else {}
+        self._interpreters: dict[str, Any] = {}  # program name -> its module, once imported
+        self._interpreter_names = {p.name: names.get(p.name) for p in programs}
+        for p in programs:  # (kept ones are read and checked on first use)
+            if not isinstance(self._interpreter_names[p.name], str):
+                # rendered now (an op it lacks refuses here) and written for the next process
+                self._interpreter_names[p.name] = Path(self.interpreter(p.name).__file__).name
         if not record:  # kept now: a second process interprets without differentiating
-            save_programs(folder, key, programs, strategy=STRAIGHT, interpreter=name)
-        self._interpreter_name = name
+            save_programs(folder, key, programs, strategy=STRAIGHT,
+                          interpreters=self._interpreter_names)
         cached = source is not None  # a module made before: Numba's cache likely has it
-        # Kept from an earlier process, the interpreter's module is imported on its first
-        # call: a call that loads the compiled kernels at once never needs it.
+        # Kept from an earlier process, a program's interpreter module is imported on its
+        # first call: a call that loads the compiled kernels at once never needs it.
         on_tape = record.get("on_tape") or ()  # (decided and kept by an earlier process)
-        self.pending = {p.name: Pending(p.name, p.op_count, lambda: self.interpreter,
+        self.pending = {p.name: Pending(p.name, p.op_count,
+                                        functools.partial(self.interpreter, p.name),
                                         self.straight, lambda: cached, p.name in on_tape,
                                         lambda p=p: p.cost, functools.partial(lane_units, p),
                                         lambda p=p: p.census)
@@ -294,17 +296,27 @@ class Deferred(MadeOnUse):
         # functions to that module's point kernels then).
         self.on_switch: list[Callable[[Any], None]] = []
 
-    @property
-    def interpreter(self) -> Any:
-        """The Python backend's module of the programs (imported on first use)."""
-        if self._interpreter is None:
+    def interpreter(self, name: str) -> Any:
+        """The Python backend's module of program `name` (imported on first use)."""
+        module = self._interpreters.get(name)
+        if module is None:
             from . import interpret
 
             with interpret.switch_lock:
-                if self._interpreter is None:
-                    self._interpreter = load_source(self._interpreter_text, self._folder,
-                                                    sync=False, kept=self._interpreter_kept)[0]
-        return self._interpreter
+                module = self._interpreters.get(name)
+                if module is None:
+                    kept = self._interpreter_names[name]
+                    text = kept_source(self._folder, kept)
+                    if text is None:  # (never made, or damaged since: rendered again)
+                        from ..backends.registry import BACKENDS
+
+                        outputs, args, _ = self._nodes
+                        program = next(p for p in self.programs if p.name == name)
+                        text, kept = render_source([program], outputs, args,
+                                                   BACKENDS["python"], described=False), None
+                    module = self._interpreters[name] = load_source(
+                        text, self._folder, sync=False, kept=kept)[0]
+        return module
 
     @property
     def made(self) -> bool:
@@ -342,6 +354,6 @@ class Deferred(MadeOnUse):
         built = Build(self.backend, STRAIGHT, self.products, programs, module, path, source,
                       self._folder, self._key)
         return _finish(built, record,
-                       interpreter=self._interpreter_name)
+                       interpreters=self._interpreter_names)
 
 

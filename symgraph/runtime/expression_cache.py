@@ -7,9 +7,10 @@ options, a fingerprint of symgraph's own source and a digest of the op table's c
 the table makes new records. A record holds the programs (JSON: a step is [target, op,
 operands, comment], an operand a name, [name] for a negated name, or a number) and the name of
 the generated module; tapes are kept beside it as .npz arrays. A program's steps are kept as
-JSON text within the record, with its census (what its op count and cost are taken from), and
-read back on first use: a warm process that loads the compiled kernels never decodes them
-(3,000 steps took 5-13 ms to decode, the largest cost of a warm ~1,000-operation setup).
+JSON text after the record's line (their sizes in it), with its census (what its op count and
+cost are taken from), and read back on first use: a warm process that loads the compiled
+kernels never decodes them (3,000 steps took 5-13 ms to decode, the largest cost of a warm
+~1,000-operation setup), nor parses them as JSON.
 Files are written atomically and each carries a digest of its key and contents (a record's
 first line; a tape's `digest` array), checked before use: anything unreadable, damaged or
 made for another key counts as absent and is built again, so the worst a damaged cache costs
@@ -42,7 +43,8 @@ from .loading import default_cache_dir, read_text, write_atomically
 if TYPE_CHECKING:
     from ..backends.tape.module import Tape
 
-FORMAT = 4  # 2: typed operands; 3: digests; 4: steps as text, read on first use
+FORMAT = 5  # 2: typed operands; 3: digests; 4: steps as text, read on first use; 5: after
+# the JSON (its line), not in it
 MAX_RECORD_STEPS = 100_000
 _TAPE_ARRAYS = ("opcodes", "operands", "targets", "blocks", "constants", "outputs", "step_of")
 
@@ -114,12 +116,16 @@ def save_programs(folder: Path, key: str, programs: Sequence[Program], **extra: 
     """Keep `programs` (and `extra`, JSON values) under `key`, unless they are too long."""
     if sum(p.n_steps for p in programs) > MAX_RECORD_STEPS:
         return
+    # The steps' texts follow the record's line, their byte sizes in it: JSON text within
+    # JSON is all escaped quotes, and parsing them was most of reading a record (1.7 ms of a
+    # ~1,000-operation one) that a warm process loading its kernels never decodes.
+    texts = [_steps_text(p.steps).encode() for p in programs]
     record = {"programs": [{"name": p.name, "inputs": p.inputs,
-                            "steps": _steps_text(p.steps), "n_steps": len(p.steps),
+                            "steps": len(text), "n_steps": len(p.steps),
                             "census": [[*key, count] for key, count in p.census.items()],
                             "outputs": [(label, _encode(o)) for label, o in p.outputs]}
-                           for p in programs], **extra}
-    body = json.dumps(record, separators=(",", ":")).encode()
+                           for p, text in zip(programs, texts)], **extra}
+    body = json.dumps(record, separators=(",", ":")).encode() + b"\n" + b"".join(texts)
     _save(folder / f"expr_{key}.json", _digest(key, body).encode() + b"\n" + body)
 
 
@@ -130,9 +136,15 @@ def load_programs(folder: Path, key: str) -> tuple[list[Program], dict] | None:
         digest, _, body = (folder / f"expr_{key}.json").read_bytes().partition(b"\n")
         if digest.decode("ascii") != _digest(key, body):
             return None
-        record = json.loads(body)
-        decode = _Decoder()
-        programs = [KeptProgram.of(p, decode) for p in record.pop("programs")]
+        head, _, texts = body.partition(b"\n")  # (json.dumps writes no line break)
+        record = json.loads(head)
+        decode, programs, start = _Decoder(), [], 0
+        for p in record.pop("programs"):
+            size = p["steps"]
+            if type(size) is not int or not 0 <= size <= len(texts) - start:
+                raise ValueError("not a record's steps")
+            programs.append(KeptProgram.of(p, decode, texts[start:start + size]))
+            start += size
     except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError):
         return None
     if not programs or not isinstance(record, dict):
@@ -183,10 +195,11 @@ class KeptProgram(StepsOnUse):
     compares, hashes and pickles as the Program it was saved from)."""
 
     @classmethod
-    def of(cls, data: dict, decode: _Decoder) -> KeptProgram:
-        """From a record's entry (a TypeError, KeyError or ValueError if it is not one)."""
-        text, n_steps = data["steps"], data["n_steps"]
-        if type(text) is not str or type(n_steps) is not int:
+    def of(cls, data: dict, decode: _Decoder, text: bytes) -> KeptProgram:
+        """From a record's entry and its steps' JSON text (a TypeError, KeyError or
+        ValueError if they are not those)."""
+        n_steps = data["n_steps"]
+        if type(text) is not bytes or type(n_steps) is not int:
             raise TypeError("not a record's program")
         census: dict[tuple[str, int, int | None], int] = {}
         for op, n, k, count in data["census"]:

@@ -9,7 +9,10 @@ once with object caching on (as Numba's cache builds every cached function), kee
 object code and bitcode in symgraph's cache folder, named by a digest of the Python, Numba and
 llvmlite versions and the CPU (the codegen's `magic_tuple`), and later processes load that
 (~2 ms), as Numba loads any cached function, its bitcode left unparsed until a compile
-links the runtime in (`unserialized_lazily`).
+links the runtime in (`unserialized_lazily`). The object code of the JIT engine's own empty
+module is kept there too (`_engine_module`): the first object an engine loads makes MCJIT
+compile that module, with its whole code-generation pipeline built for it (~2 ms of a warm
+process that compiles nothing else).
 
 The file carries a digest of its name and contents, checked before use (no pickle: two byte
 strings). Any surprise (another Numba without these internals, a damaged file, a failed
@@ -29,7 +32,7 @@ from typing import Any
 
 from ...files import default_cache_dir, write_atomically
 
-_HEADER = b"symgraph-nrt 1\n"
+_HEADER = b"symgraph-nrt 2\n"  # (2: with the engine module's object code)
 
 
 def start_runtime(context: Any) -> None:
@@ -89,6 +92,46 @@ def quiet_llvm_events() -> bool:
     return False
 
 
+@contextlib.contextmanager
+def direct_symbols() -> Iterator[None]:
+    """Within: `llvmlite.binding.add_symbol` calls LLVM's own at once (LLVM's symbol table
+    takes its own lock), not through llvmlite's lock and its events: Numba's target context
+    adds ~290 symbols (its C helpers, the exception types) and the runtime 25, at ~2 us each
+    of which ~1.3 the wrapper (0.4 ms of a warm process). Another llvmlite: as it is."""
+    import ctypes
+
+    import llvmlite.binding as ll
+
+    usual = ll.add_symbol
+    try:
+        from llvmlite.binding import ffi
+
+        raw = ffi.lib.LLVMPY_AddSymbol._cfn
+    except (ImportError, AttributeError, OSError):
+        raw = None
+    if raw is None or getattr(usual, "_sg_direct", False):  # (or nested)
+        yield
+        return
+
+    def add_symbol(name: str, address: int) -> None:
+        raw(name.encode("utf-8") if isinstance(name, str) else name, ctypes.c_void_p(address))
+
+    add_symbol._sg_direct = True  # type: ignore[attr-defined]
+    ll.add_symbol = add_symbol
+    try:
+        yield
+    finally:
+        ll.add_symbol = usual
+
+
+def target_context() -> Any:
+    """Numba's CPU target context, made now if not yet (its symbols added directly)."""
+    from numba.core.registry import cpu_target
+
+    with direct_symbols():
+        return cpu_target.target_context
+
+
 def _start(rtsys: Any, context: Any) -> None:
     import llvmlite.binding as ll
     from numba.core import config
@@ -99,10 +142,15 @@ def _start(rtsys: Any, context: Any) -> None:
     kept = _read(path)
     if config.NRT_STATS:  # (as rtsys.initialize does)
         _nrt_python.memsys_enable_stats()
-    for name, address in _nrt_python.c_helpers.items():  # the C half, which the code calls
-        ll.add_symbol(name if name.startswith("_") else "NRT_" + name, address)
-    if kept is not None:  # (its bitcode parsed only when a compile links the runtime in:
-        library = unserialized_lazily(codegen, ("nrt", "object", kept))  # 1.3 ms a process)
+    with direct_symbols():
+        for name, address in _nrt_python.c_helpers.items():  # the C half the code calls
+            ll.add_symbol(name if name.startswith("_") else "NRT_" + name, address)
+    engine = _engine_module(codegen)  # (the first finalize below compiles or loads it)
+    if kept is not None:
+        if engine is not None and kept[2]:  # MCJIT loads it: no code-generation pipeline
+            engine._compiled_object = kept[2]
+        # (its bitcode parsed only when a compile links the runtime in: 1.3 ms a process)
+        library = unserialized_lazily(codegen, ("nrt", "object", kept[:2]))
     else:
         module, library = nrtdynmod.create_nrt_module(context)
         library.enable_object_caching()
@@ -115,8 +163,36 @@ def _start(rtsys: Any, context: Any) -> None:
     rtsys._init = True
     if kept is None:
         name, kind, data = library.serialize_using_object_code()
-        if kind == "object":
-            _write(path, data)
+        if kind == "object":  # (the engine's object: none if something compiled it before)
+            _write(path, (*data, engine and engine._compiled_object or b""))
+
+
+class _EngineModule:
+    """Stands for a code library on the engine's own module, for Numba's object cache hooks
+    (`CPUCodeLibrary._object_compiled_hook` keeps what MCJIT compiled in `_compiled_object`,
+    `_object_getbuffer_hook` hands it to MCJIT instead of compiling)."""
+
+    _object_caching_enabled = True
+
+    def __init__(self) -> None:
+        self._compiled, self._compiled_object = False, None
+
+
+def _engine_module(codegen: Any) -> _EngineModule | None:
+    """The stand-in put on `codegen`'s engine module (the empty one its MCJIT engine was
+    made with; Numba adds nothing to it), or None if that module is not as expected
+    (another Numba: left to be compiled as usual)."""
+    module = getattr(codegen, "_llvm_module", None)
+    hook = getattr(getattr(codegen, "_library_class", None), "_object_getbuffer_hook", None)
+    if module is None or getattr(hook, "__qualname__", "") != (
+            "CPUCodeLibrary._object_getbuffer_hook"):
+        return None
+    if not hasattr(module, "_CPUCodeLibrary__library"):  # (the hooks' name for it)
+        if list(module.functions) or list(module.global_variables):
+            return None
+        module._CPUCodeLibrary__library = _EngineModule()
+    stand_in = module._CPUCodeLibrary__library
+    return stand_in if isinstance(stand_in, _EngineModule) else None
 
 
 def _path(magic: tuple) -> Path:
@@ -131,8 +207,9 @@ def _digest(path: Path, body: bytes) -> bytes:
     return hashlib.sha256(path.name.encode() + b"\0" + body).digest()
 
 
-def _read(path: Path) -> tuple[bytes, bytes] | None:
-    """(object code, bitcode) kept at `path`, or None (missing, damaged, another file's)."""
+def _read(path: Path) -> tuple[bytes, bytes, bytes] | None:
+    """(object code, bitcode, the engine module's object code or b"") kept at `path`, or None
+    (missing, damaged, another file's)."""
     try:
         data = path.read_bytes()
     except OSError:
@@ -140,17 +217,18 @@ def _read(path: Path) -> tuple[bytes, bytes] | None:
     start = len(_HEADER) + 32
     body = data[start:]
     if not data.startswith(_HEADER) or data[len(_HEADER):start] != _digest(path, body) or (
-            len(body) < 16):
+            len(body) < 24):
         return None
-    size, rest = struct.unpack_from("<QQ", body)
-    if 16 + size + rest != len(body):
+    size, rest, engine = struct.unpack_from("<QQQ", body)
+    if 24 + size + rest + engine != len(body):
         return None
-    return body[16:16 + size], body[16 + size:]
+    return body[24:24 + size], body[24 + size:24 + size + rest], body[24 + size + rest:]
 
 
-def _write(path: Path, data: tuple[bytes, bytes]) -> None:
-    code, bitcode = data
-    body = struct.pack("<QQ", len(code), len(bitcode)) + bytes(code) + bytes(bitcode)
+def _write(path: Path, data: tuple[bytes, bytes, bytes]) -> None:
+    code, bitcode, engine = data
+    body = struct.pack("<QQQ", len(code), len(bitcode), len(engine)) + bytes(code) + bytes(
+        bitcode) + bytes(engine)
     try:
         write_atomically(path, _HEADER + _digest(path, body) + body, sync=False)
     except OSError:  # only the next process's saving lost
