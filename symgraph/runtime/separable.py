@@ -32,13 +32,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import replace
 
 import numpy as np
 
 from ..ad.sparsity import hessian_sparsity
 from ..ad.terms import group_terms, split_terms, term_shape, term_template
-from ..backends.numba.sum_kinds import SumKind, live
+from ..backends.numba.sum_kinds import SumKind, value_only
 from ..backends.numba.sum_lanes import LANES, flag_tests
 from ..backends.numba.sums import emit_sum_kernels
 from ..backends.registry import BACKENDS, Backend
@@ -204,7 +203,7 @@ class SeparableSum:
         for kind in self.kinds:
             p = kind.emitted.gradient
             if name == "value":
-                p = live(replace(p, outputs=p.outputs[:1]), False)
+                p = value_only(p)
             total += kind.index.shape[0] * (p.cost if weighted else p.op_count)
         return total
 

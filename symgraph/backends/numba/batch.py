@@ -167,6 +167,14 @@ def vecmath_step(s: Step) -> bool:
     return bool(vecmath_calls(OPS[s.op].render("lanes", [operand_text(o) for o in s.operands])))
 
 
+def range_tests(s: Step) -> list[str]:
+    """The out-of-range tests (`LIMITED`) of the vecmath calls in `s`'s lane code, on its
+    operands: where one holds, a point's lane value is not to be trusted."""
+    operands = [operand_text(o) for o in s.operands]
+    return [LIMITED[f].format(*operands)
+            for f in vecmath_calls(OPS[s.op].render("lanes", operands)) if f in LIMITED]
+
+
 def calls_vecmath(p: Program) -> bool:
     """Whether `p`'s lane kernel calls its vecmath steps (one loop each, in a function of its
     own that the kernel's steps of one shape share: runtime.lanes' `calls`) rather than
@@ -301,12 +309,7 @@ def lane_kernel_lines(p: Program) -> list[str]:
         loops[0] += 1
         return [f"{I1}for _j in range(_m):", *body]
 
-    def flags(s: Step) -> list[str]:
-        operands = [operand_text(o) for o in s.operands]
-        return [LIMITED[f].format(*operands) for f in vecmath_calls(OPS[s.op].render(
-            "lanes", operands)) if f in LIMITED]
-
-    limited = {s.target for s in p.steps if flags(s)}
+    limited = {s.target for s in p.steps if range_tests(s)}
     lines = [f"def {p.name}_lanes(_X, _OUT, _T{', _F' if limited else ''}, _s, _m):",
              f"{I1}# Points _s .. _s + _m - 1; a value crossing segments lives in _T[slot * "
              f"{block} + _j]."]
@@ -323,7 +326,7 @@ def lane_kernel_lines(p: Program) -> list[str]:
                 for name in reads]
         body += step_lines(replace(p, steps=tuple(run)), "lanes", I2)
         body += [f"{I2}_F[_j] |= {flag}" for flag in
-                 dict.fromkeys(flag for s in run if s.target in limited for flag in flags(s))]
+                 dict.fromkeys(flag for s in run if s.target in limited for flag in range_tests(s))]
         body += [f"{I2}{cell(s.target)} = {s.target}" for s in run if s.target in slot]
         if direct_out:
             body += [f"{I2}_OUT[_s + _j, {k}] = {o}" for k, o in enumerate(results)

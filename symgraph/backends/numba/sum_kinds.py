@@ -49,6 +49,12 @@ def live(p: Program, skip_value: bool) -> Program:
     return replace(p, steps=tuple(reversed(kept)))
 
 
+def value_only(p: Program) -> Program:
+    """`p` (a kind's value+gradient program) with the value alone: its output and the steps
+    that it reads."""
+    return live(replace(p, outputs=p.outputs[:1]), False)
+
+
 def renamed(p: Program, number: int, k: int, indent: str, form: str = "nb", point: str = "_x"
             ) -> tuple[list[str], list[str], list[str]]:
     """(loads of the inputs: variables from the term's row of `point`, parameters from its row

@@ -25,13 +25,11 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Sequence
-from dataclasses import replace
 
-from ...ir.ops import OPS
-from ...lower.schedule import Program, Step
-from ..common import INDENT, operand_text, step_lines
-from .batch import LIMITED, vecmath_calls
-from .sum_kinds import JIT_SUM, SumKind, live, renamed, suffixed, tables
+from ...lower.schedule import Program
+from ..common import INDENT, step_lines
+from .batch import range_tests
+from .sum_kinds import JIT_SUM, SumKind, renamed, suffixed, tables, value_only
 
 _I1, _I2, _I3, _I4 = (INDENT * k for k in range(1, 5))
 LANES = 64  # points a block (the callers' `_XT.shape[1]`, at most): ``_R``'s rows apart
@@ -55,13 +53,6 @@ def _selects(line: str) -> str:
     return indent + ast.unparse(tree) + sep + comment
 
 
-def _flags(s: Step) -> list[str]:
-    """The out-of-range tests of `s`'s vecmath calls (on its operands), as lane code has."""
-    operands = [operand_text(o) for o in s.operands]
-    return [LIMITED[f].format(*operands)
-            for f in vecmath_calls(OPS[s.op].render("lanes", operands)) if f in LIMITED]
-
-
 def _flag_row(k: int) -> int:
     """Where in ``_R`` a block's flags are, for kinds of at most `k` variables."""
     return (2 * k + 1) * LANES
@@ -72,10 +63,10 @@ def _kind_loop(number: int, kind: SumKind, p: Program, gradient: bool, kinds_k: 
     """Kind `number`'s loop over its terms, in it one loop over the block's points running
     the steps, their results in rows of ``_R`` (one array, rows at constant distances), then
     added into their rows of ``_G``. LLVM vectorises a loop only if its run-time overlap
-    checks of distinct arrays' rows stay within its limit (8): the steps' loop reads the
-    variables' rows of ``_XT`` directly while they are few enough, else from copies in
-    ``_R``; a kind whose terms all read the same variables (a likelihood's parameters over
-    its data) copies them once and adds its terms' results up in ``_R``."""
+    checks of distinct arrays' rows stay within its limit (8): the steps' loop reads a term's
+    variables' rows of ``_XT`` (at most 8, `ad.terms.MAX_TERM_VARIABLES`) and writes ``_R``
+    alone; a kind whose terms all read the same variables (a likelihood's parameters over
+    its data) copies them into ``_R`` once and adds its terms' results up there."""
     k = kind.k
     loads, steps, outputs = renamed(p, number, k, _I4, "lanes", f"_R[{{}} * {LANES} + _j]")
     steps = list(map(_selects, steps))
@@ -83,7 +74,7 @@ def _kind_loop(number: int, kind: SumKind, p: Program, gradient: bool, kinds_k: 
     # against 2.6 for weibull@463)
     flag_row = _flag_row(kinds_k)
     flags = [f"{_I4}_R[{flag_row} + _j] += vwhere({suffixed(flag, p, number)}, 1.0, 0.0)"
-             for flag in dict.fromkeys(f for s in p.steps for f in _flags(s))]
+             for flag in dict.fromkeys(f for s in p.steps for f in range_tests(s))]
     results = outputs if gradient else outputs[:1]
     rows = ["_sum", *(f"_r{j}" for j in range(k))]
     out = [(k + e) * LANES for e in range(len(results))]  # each result's row of _R
@@ -103,16 +94,13 @@ def _kind_loop(number: int, kind: SumKind, p: Program, gradient: bool, kinds_k: 
         lines += [INDENT + line for line in [*loads[:k], *steps, *flags]]
         lines += [f"{_I4}{INDENT}_R[{o} + _j] += {r}" for o, r in zip(out, results)]
         return lines + adds
-    direct = k <= 8  # (LLVM's checks: _R against each row read)
+    # the variables' rows read in place (LLVM checks _R against each: at most 8, its limit)
     lines = [f"{_I2}for _t in range(_i{number}.shape[0]):"]
     lines += [f"{_I3}_r{j} = _i{number}[_t, {j}]" for j in range(k)]
     lines += params
-    if direct:
-        loads = [line.replace(f"_R[{j} * {LANES} + _j]", f"_XT[_r{j}, _j]")
-                 for j, line in enumerate(loads[:k])]
-    else:
-        lines += copies
-    lines += [f"{_I3}for _j in range(_m):", *loads[:k], *steps, *flags]
+    loads = [line.replace(f"_R[{j} * {LANES} + _j]", f"_XT[_r{j}, _j]")
+             for j, line in enumerate(loads[:k])]
+    lines += [f"{_I3}for _j in range(_m):", *loads, *steps, *flags]
     lines += [f"{_I4}_R[{o} + _j] = {r}" for o, r in zip(out, results)]
     return lines + adds
 
@@ -140,7 +128,7 @@ def _batch(kinds: Sequence[SumKind], gradient: bool) -> list[str]:
     if flagged:
         lines += [f"{_I2}for _j in range(_m):", f"{_I3}_R[{_flag_row(kmax)} + _j] = 0.0"]
     for n, kind in enumerate(kinds):
-        p = kind.gradient if gradient else _value_only(kind.gradient)
+        p = kind.gradient if gradient else value_only(kind.gradient)
         lines += _kind_loop(n, kind, p, gradient, kmax)
     if flagged:
         lines += [f"{_I2}for _j in range(_m):",
@@ -155,7 +143,7 @@ def _batch(kinds: Sequence[SumKind], gradient: bool) -> list[str]:
 def flag_tests(kinds: Sequence[SumKind]) -> list[str]:
     """The out-of-range tests of the kinds' vecmath calls: none, and a batch needs no
     flags (the caller computes a flagged point again with the 1-point kernel, libm's)."""
-    return [flag for kind in kinds for s in kind.gradient.steps for flag in _flags(s)]
+    return [flag for kind in kinds for s in kind.gradient.steps for flag in range_tests(s)]
 
 
 def _copy(tile: str, one: str, rest: str) -> list[str]:
@@ -167,10 +155,6 @@ def _copy(tile: str, one: str, rest: str) -> list[str]:
             f"{_I4}{tile}", f"{_I3}for _j in range(_m - _m % 8, _m):",
             f"{_I4}for _v in range(8):", f"{_I4}{_I1}{one}",
             f"{_I2}for _v in range(_w, _n):", f"{_I3}for _j in range(_m):", f"{_I4}{rest}"]
-
-
-def _value_only(p: Program) -> Program:
-    return live(replace(p, outputs=p.outputs[:1]), False)
 
 
 def batch_kernel_lines(kinds: Sequence[SumKind]) -> list[str]:

@@ -25,14 +25,13 @@ not share locals. The callers zero the arrays the kernels add into.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 
 from ...lower.naming import docstring_text
 from ...lower.schedule import Program
 from ..common import INDENT, needed_preludes, step_lines
 from .batch import vecmath_calls
 from .cache import runtime_digest
-from .sum_kinds import JIT_SUM, SumKind, live, renamed, tables
+from .sum_kinds import JIT_SUM, SumKind, live, renamed, tables, value_only
 from .sum_lanes import batch_kernel_lines, lane_code
 
 __all__ = ["JIT_SUM", "SumKind", "emit_sum_kernels"]
@@ -58,8 +57,7 @@ def _value(kinds: Sequence[SumKind]) -> list[str]:
     lines = [JIT_SUM, f"def value(_x{tables(kinds)}):", f'{_I1}"""The sum at _x."""',
              f"{_I1}_f = 0.0"]
     for n, kind in enumerate(kinds):
-        value = replace(kind.gradient, outputs=kind.gradient.outputs[:1])
-        head, outputs = _loop(n, live(value, False), kind.k)
+        head, outputs = _loop(n, value_only(kind.gradient), kind.k)
         lines += [*head, f"{_I2}_f += {outputs[0]}"]
     return lines + [f"{_I1}return _f"]
 
