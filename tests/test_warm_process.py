@@ -66,6 +66,13 @@ engine = registry.cpu_target.target_context.codegen()._llvm_module._CPUCodeLibra
 # MCJIT compiled the engine's own module (the compiled hook ran), or took the kept object
 ran["engine_module"] = [engine._compiled, engine._compiled_object is None]
 ran["events_quiet"] = all(getattr(enter, "_sg_quiet", False) for enter, _ in ffi.lib._lock._cblist)
+from symgraph.backends import lazy_code
+module = fn._built.module  # steps and lanes: stubs until called (their bytecode unread)
+ran["stubs"] = sorted(n for n, v in vars(module).items() if lazy_code.is_stub(v))
+out = np.empty(3)
+module.value_grad_steps(np.array([0.5, 1.5]), out)  # run as Python: its real code fetched
+ran["steps_in_python"] = [v.hex() for v in out]
+ran["stubs_after"] = sorted(n for n, v in vars(module).items() if lazy_code.is_stub(v))
 from symgraph.backends.numba.cache import dispatchers_of
 ran["caches_unmade"] = sorted(d.__name__ for d in dispatchers_of(fn._built.module)
                               if type(d._cache).__name__ == "CacheOnUse")
@@ -83,7 +90,9 @@ print(json.dumps(ran))
 def _run(cache, *extra: str) -> dict:
     done = subprocess.run([sys.executable, "-c", SCRIPT, str(cache), *extra],
                           capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "SYMGRAPH_CACHE_DIR": str(cache)})
+                          env={**{k: v for k, v in os.environ.items()
+                                  if k != "PYTHONDONTWRITEBYTECODE"},  # (bytecode kept)
+                               "SYMGRAPH_CACHE_DIR": str(cache)})
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.splitlines()[-1])
 
@@ -114,6 +123,12 @@ def test_a_warm_process_loads_the_kernels_without_the_lowering_special_or_vecmat
     assert "value_grad_chunks" not in again["caches_unmade"]
     for key in ("value", "grad", "batch"):
         assert again[key] == first[key]
+    # the steps and lanes were imported as stubs (the first process ran the whole bytecode);
+    # one called as Python fetched its code and gave the kernels' numbers
+    assert first["stubs"] == [] and {"value_grad_steps", "value_grad_lanes",
+                                     "value_steps"} <= set(again["stubs"])
+    assert "value_grad_steps" not in again["stubs_after"]
+    assert again["steps_in_python"] == [again["value"], *again["grad"]]
 
 
 def test_a_cache_miss_in_a_warm_process_compiles_through_what_it_did_not_import(first_run):

@@ -52,6 +52,9 @@ class Backend:
     emit_standalone: Callable[..., str] | None = None
     # Called before the module is imported (None: nothing to do).
     prepare: Callable[[], None] | None = None
+    # Suffixes of the module's functions that its kernels read as text, never run as Python
+    # unless called: their bytecode is read on their first call (backends.lazy_code).
+    lazy_bodies: tuple[str, ...] = ()
 
     def strategy(self, asked: str) -> str | None:
         """`asked` checked against this backend's strategies; None for "auto" when there is
@@ -97,7 +100,8 @@ BACKENDS: dict[str, Backend] = {b.name: b for b in (
     Backend("numba", emit_numba, _load_numba, (STRAIGHT, TAPE), threaded_batches=True,
             chunk_kernels=True, rows_in_place=True, lane_tapes=True, interpret_first=True,
             about="@njit kernels (cached machine code), or the tape for huge programs",
-            emit_standalone=emit_numba_standalone, prepare=_prepare_numba),
+            emit_standalone=emit_numba_standalone, prepare=_prepare_numba,
+            lazy_bodies=("_steps", "_lanes")),
     Backend("python", emit_python, _load_python, (STRAIGHT,),
             about="math per point, NumPy per batch: no JIT wait"),
 )}

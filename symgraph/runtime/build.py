@@ -209,7 +209,7 @@ def build(outputs: Sequence[Node], args: Sequence[Node], wrt: Sequence[Node], *,
         source = source or render_source(programs, outputs, args, backend)
         if backend.prepare is not None:
             backend.prepare()
-        module, path = load_source(source, folder, kept=kept)
+        module, path = load_source(source, folder, kept=kept, lazy=backend.lazy_bodies)
         backend.load(module)
     return _finish(Build(backend, chosen, products, programs, module, path, source, folder, key),
                    record)
@@ -349,7 +349,8 @@ class Deferred(MadeOnUse):
             programs = self.programs
         if self.backend.prepare is not None:
             self.backend.prepare()
-        module, path = load_source(source, self._folder, kept=kept)
+        module, path = load_source(source, self._folder, kept=kept,
+                                   lazy=self.backend.lazy_bodies)
         self.backend.load(module)
         built = Build(self.backend, STRAIGHT, self.products, programs, module, path, source,
                       self._folder, self._key)

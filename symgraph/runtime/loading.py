@@ -56,11 +56,14 @@ def cache_dir_of(cache_dir: str | os.PathLike | None) -> Path:
 
 
 def load_source(source: str, cache_dir: str | os.PathLike | None = None, *,
-                sync: bool = True, kept: str | None = None) -> tuple[ModuleType, Path]:
+                sync: bool = True, kept: str | None = None,
+                lazy: tuple[str, ...] = ()) -> tuple[ModuleType, Path]:
     """Import `source` as a module from ``<cache_dir>/sg_<digest>.py``; returns (module, path).
     `sync=False`: the file's write is not waited for (its text is checked on every load).
     `kept`: the file name `kept_source` just read `source` from in that folder (so checked):
-    not hashed nor read again (a 1,000-operation module: 1-2 ms), only written again if gone."""
+    not hashed nor read again (a 1,000-operation module: 1-2 ms), only written again if gone.
+    `lazy`: suffixes of the names of functions whose bytecode is read on their first call
+    (backends.lazy_code; the backend's `lazy_bodies`)."""
     known = isinstance(kept, str) and kept.startswith("sg_") and kept.endswith(".py")
     digest = kept[3:-3] if known else source_digest(source)
     path = cache_dir_of(cache_dir) / f"sg_{digest}.py"
@@ -78,6 +81,6 @@ def load_source(source: str, cache_dir: str | os.PathLike | None = None, *,
             if read_text(path) != source:
                 write_atomically(path, source)
     with folders_checked_once():  # (a Numba module's cache=True kernels)
-        module = import_file(f"symgraph_generated_{digest}", path, source, digest)
+        module = import_file(f"symgraph_generated_{digest}", path, source, digest, lazy)
     module.__source__ = source
     return module, path

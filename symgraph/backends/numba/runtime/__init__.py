@@ -55,6 +55,7 @@ from typing import Any
 
 from numba import types
 
+from ...lazy_code import unstubbed
 from . import plain
 from .real import as_float64, real  # noqa: F401 - real: the point kernels' argument type
 from .startup import quiet_llvm_events
@@ -188,7 +189,7 @@ def _compiled(function: Callable) -> Callable:
     way out when the probe fails after their typing began (`real` read as float64)."""
     def codegen(context, builder, signature, args):
         floats = signature.return_type(*(as_float64(a) for a in signature.args))
-        return context.compile_internal(builder, function, floats, args)
+        return context.compile_internal(builder, unstubbed(function), floats, args)
 
     return codegen
 

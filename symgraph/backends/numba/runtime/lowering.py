@@ -25,6 +25,7 @@ import numpy as np
 from numba import types
 from numba.core import cgutils
 
+from ...files import source_of
 from .fastcall import add_fastcall
 
 _BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
@@ -45,9 +46,9 @@ def _calls(node) -> bool:
 
 
 def steps_body(function):
-    """The statements of a plain Python function, parsed from its file (read only when Numba
-    compiles, not when its cache has the machine code)."""
-    return ast.parse(inspect.getsource(function)).body[0].body
+    """The statements of a plain Python function, parsed from its module's text (read only
+    when Numba compiles, not when its cache has the machine code)."""
+    return ast.parse(source_of(function)).body[0].body
 
 
 def lower(body, context, builder, signature, args):

@@ -13,10 +13,12 @@ from collections.abc import Callable
 import numpy as np
 from numba import njit
 
+from ...lazy_code import unstubbed
+
 
 def steps_kernel(steps: Callable) -> Callable:
-    """``NAME_steps`` compiled as it is."""
-    return njit(error_model="numpy")(steps)
+    """``NAME_steps`` compiled as it is (its bytecode: fetched if still a stub)."""
+    return njit(error_model="numpy")(unstubbed(steps))
 
 
 def point_python(steps: Callable) -> Callable:
@@ -82,7 +84,7 @@ def sums_python(lanes: Callable, slots: int, block: int, chunk: int, width: int
     """(P, D, ACC, c) -> None: `lanes` on each block of chunk c's rows, then each output
     slot's `block` accumulators added pairwise, neighbours first, into ACC[c] (the order of
     runtime.sums). `lanes` runs compiled: plain Python over Numba's njit."""
-    step = njit(error_model="numpy")(lanes)
+    step = njit(error_model="numpy")(unstubbed(lanes))
 
     def sums(P, D, ACC, c):
         T = np.zeros(max(1, slots))
