@@ -2,6 +2,7 @@
 folder (symgraph.runtime.expression_cache) instead of differentiating and generating code, with the
 same kernels and numbers; a damaged or incomplete record is rebuilt."""
 
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -191,7 +192,6 @@ def _interpreter_modules(folder):
 
 def test_each_program_interprets_from_its_own_module_and_a_gradient_imports_only_its_own(
         tmp_path, monkeypatch):
-    from symgraph.runtime import loading
 
     first = sg.compile(EXPR, [x, y], cache_dir=tmp_path)
     modules = _interpreter_modules(tmp_path)
@@ -200,9 +200,9 @@ def test_each_program_interprets_from_its_own_module_and_a_gradient_imports_only
     assert sum("def value_row(" in t for t in texts.values()) == 1
     assert sum("def value_grad_row(" in t for t in texts.values()) == 1
     imported = []
-    load = build.load_source
-    monkeypatch.setattr(build, "load_source", lambda text, *a, **k: imported.append(
-        loading.module_name(text)) or load(text, *a, **k))
+    load = build.load_kept  # (kept files: imported from their kept bytecode)
+    monkeypatch.setattr(build, "load_kept", lambda folder, name, *a, **k: imported.append(
+        name) or load(folder, name, *a, **k))
     _no_rebuilding(monkeypatch)
     again = sg.compile(EXPR, [x, y], cache_dir=tmp_path)
     assert imported == []  # kept: nothing read or imported before a call
@@ -220,6 +220,7 @@ def test_a_damaged_interpreter_module_is_rendered_again_on_first_use_with_the_sa
     only = first(*POINT)
     for path in _interpreter_modules(tmp_path).values():
         path.write_text(path.read_text().replace("_out[0] =", "_out[0] = 1.0 +"))
+        sys.modules.pop(f"symgraph_generated_{path.stem[3:]}")  # (as in a second process)
     again = sg.compile(EXPR, [x, y], cache_dir=tmp_path)
     v2, g2 = again.value_and_grad(*POINT)
     assert again(*POINT) == only == value

@@ -9,7 +9,7 @@ import itertools
 import numpy as np
 import pytest
 
-from symgraph.backends import files, lazy_code
+from symgraph.backends import imports, lazy_code
 
 TEXT = '''"""A test module."""
 
@@ -44,9 +44,7 @@ def _imported(folder, text=TEXT, lazy=("_steps", "_lanes")):
     path = folder / "sg_test.py"
     if not path.exists():
         path.write_text(text)
-    module = files.import_file(f"symgraph_lazy_test_{next(_names)}", path, text, lazy=lazy)
-    module.__source__ = text
-    return module
+    return imports.import_file(f"symgraph_lazy_test_{next(_names)}", path, text, lazy=lazy)
 
 
 def _stubs(module):
@@ -94,9 +92,9 @@ def test_damaged_kept_bytecode_is_compiled_again_never_run(tmp_path, damaged):
 def test_a_compile_reads_the_text_imported_not_the_file_edited_since(tmp_path):
     module = _imported(tmp_path)
     (tmp_path / "sg_test.py").write_text(TEXT.replace("* 2.0", "* 5.0"))
-    assert "_x[0] * 2.0" in files.source_of(module.twice_steps)
-    assert files.source_of(module.twice_steps).startswith("def twice_steps(_x, _out):")
-    assert "twice_lanes" not in files.source_of(module.twice_steps)
+    assert "_x[0] * 2.0" in imports.source_of(module.twice_steps)
+    assert imports.source_of(module.twice_steps).startswith("def twice_steps(_x, _out):")
+    assert "twice_lanes" not in imports.source_of(module.twice_steps)
 
 
 def test_without_lazy_names_nothing_is_a_stub(tmp_path):

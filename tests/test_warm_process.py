@@ -192,22 +192,34 @@ def test_vecmaths_functions_are_deferred_and_give_their_numbers_when_called():
     assert vecmath.vexp(1.0) == np.exp(1.0)
 
 
-def test_a_kept_module_is_imported_without_hashing_again_and_written_again_if_gone(
+def test_a_kept_module_is_imported_without_reading_its_text_and_made_again_once_edited(
         tmp_path, monkeypatch):
+    from symgraph.backends import imports
     from symgraph.runtime import loading
 
+    monkeypatch.setattr("sys.dont_write_bytecode", False)  # (PYTHONDONTWRITEBYTECODE unset)
     text = "VALUE = 41 + 1\n"
-    module, path = loading.load_source(text, tmp_path)
+    module, path = loading.load_source(text, tmp_path)  # a first process: file and bytecode
     name = path.name
-    assert loading.kept_source(tmp_path, name) == text
-    path.unlink()  # gone between reading it and importing it: written again
+    assert loading.kept_file(tmp_path, name) and not loading.kept_file(tmp_path, "x.py")
+    read, renders = [], []
+    real = loading.read_text
+    monkeypatch.setattr(loading, "read_text", lambda p: read.append(p.name) or real(p))
 
-    def no_hashing(source):
-        raise AssertionError("hashed again")
+    def render():
+        renders.append(name)
+        return text
 
-    monkeypatch.setattr(loading, "source_digest", no_hashing)
-    again, again_path = loading.load_source(text, tmp_path, kept=name)
-    assert again_path == path and path.read_text() == text and again.VALUE == 42
+    def imported_again():  # (as in another process: the module not imported yet)
+        sys.modules.pop(f"symgraph_generated_{name[3:-3]}", None)
+        return loading.load_kept(tmp_path, name, render)[0]
+
+    again = imported_again()
+    assert again.VALUE == 42 and read == [] and renders == []  # the kept bytecode alone
+    assert imports.text_of(again) == text and read == [name]  # read and checked when asked
+    path.write_text("VALUE = 0\n")  # edited since: its stamp is not the bytecode's
+    third = imported_again()
+    assert third.VALUE == 42 and renders == [name] and path.read_text() == text
 
 
 def test_llvmlites_lock_events_reach_a_listener_as_numbas_own_pair_sends_them_and_none_else():

@@ -1,15 +1,10 @@
-"""Where symgraph's generated files live, and how they are written and imported: the one copy
-both the backends (the tape's generated interpreters) and the runtime (kernel modules, records)
-use.
+"""Where symgraph's generated files live, and how they are written: the one copy both the
+backends (the tape's generated interpreters) and the runtime (kernel modules, records) use
+(backends.imports imports them).
 
 Files are written atomically (a temporary file, flushed to disk, then a rename, then the
 folder flushed), so no reader ever sees part of one, not even after a power cut; they get the
-modes the umask gives (0666 & ~umask), so a cache folder can be shared. Modules are imported
-from their real path, so tracebacks, `inspect.getsource` and Numba's on-disk cache (keyed by
-the file's path) work on them; compiles read a function's text from the text imported
-(`source_of`), so a file changed or deleted after import still compiles as imported. Their
-bytecode is kept with a check (`_CheckedLoader`: a digest of the text it was compiled from,
-the code's length and CRC): a damaged copy is compiled again, never run.
+modes the umask gives (0666 & ~umask), so a cache folder can be shared.
 
 A cache folder that cannot be written (read-only, another user's, a file in the way) gives
 way to a private temporary folder, with a warning (`cache_folder`).
@@ -17,22 +12,10 @@ way to a private temporary folder, with a warning (`cache_folder`).
 
 from __future__ import annotations
 
-import hashlib
-import importlib.machinery
-import importlib.util
-import inspect
-import linecache
-import marshal
 import os
 import sys
-import threading
 import warnings
-import zlib
 from pathlib import Path
-from types import CodeType, ModuleType
-from typing import Any
-
-from . import lazy_code
 
 ENV_CACHE_DIR = "SYMGRAPH_CACHE_DIR"
 
@@ -178,146 +161,3 @@ def read_text(path: Path) -> str | None:
         return path.read_bytes().decode("utf-8")
     except (OSError, UnicodeDecodeError):
         return None
-
-
-def import_file(name: str, path: Path, source: str | None = None,
-                digest: str | None = None, lazy: tuple[str, ...] = ()) -> ModuleType:
-    """The module `name` from `path`: the one already imported from there, else imported now
-    (and registered in `sys.modules` only if its code ran to the end). `source`: the file's
-    text, already read and checked by the caller; `digest`: its `source_digest`, when the
-    caller has it (runtime.loading: the file's name). Under a lock: a module is in `sys.modules`
-    while its code runs, and another thread compiling the same expression must not take it
-    half made (``no attribute 'value_row'``)."""
-    module = sys.modules.get(name)
-    if module is not None and getattr(module, "__file__", None) == str(path) and (
-            name not in _importing):
-        return module
-    with _import_lock:
-        module = sys.modules.get(name)
-        if module is not None and getattr(module, "__file__", None) == str(path):
-            return module
-        if source is None:
-            source = path.read_bytes().decode("utf-8")
-        # Tracebacks read a function's lines through linecache: the text is there lazily (split
-        # when first asked for a deleted file; 2 ms for a 1 MB module), and compiles read it
-        # from the module (`source_of`), so a file changed or deleted after import compiles
-        # as imported.
-        linecache.cache[str(path)] = (lambda: source,)
-        loader = _CheckedLoader(name, str(path), source, digest, lazy)
-        spec = importlib.util.spec_from_file_location(name, path, loader=loader)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        _importing.add(name)
-        try:
-            spec.loader.exec_module(module)
-        except BaseException:
-            del sys.modules[name]
-            raise
-        finally:
-            _importing.discard(name)
-        return module
-
-
-_import_lock = threading.RLock()  # re-entrant: a generated module's code may import another
-_importing: set[str] = set()  # names whose code is running (in sys.modules, not yet complete)
-
-
-def source_of(function: Any) -> str:
-    """The text of top-level function `function`: from the text its generated module was
-    imported from (``__source__``, checked), not from the file, which may have changed since;
-    `inspect.getsource` for any other function."""
-    text = getattr(sys.modules.get(function.__module__), "__source__", None)
-    if not isinstance(text, str):
-        return inspect.getsource(function)
-    lines = text.splitlines(keepends=True)
-    return "".join(inspect.getblock(lines[function.__code__.co_firstlineno - 1:]))
-
-
-def _unlock_in_child() -> None:  # a fork from another thread may have copied the lock held
-    global _import_lock
-    _import_lock = threading.RLock()
-    _importing.clear()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_unlock_in_child)
-
-
-class _CheckedLoader(importlib.machinery.SourceFileLoader):
-    """Imports a generated module from the text its caller checked; keeps its bytecode in
-    ``__pycache__`` as a digest (of the text, Python's bytecode version and the code) and the
-    code, and compiles the text again when the digest does not match (a truncated or
-    bit-flipped copy: CPython's own .pyc carries no check of its contents). With `lazy`
-    (name suffixes), the module is imported from a second kept copy whose functions of those
-    names are stubs (backends.lazy_code), their code read from the first on their first call."""
-
-    def __init__(self, name: str, path: str, source: str, digest: str | None = None,
-                 lazy: tuple[str, ...] = ()) -> None:
-        super().__init__(name, path)
-        self._source = source  # (encoded only to hash or compile it: a 1 MB text, 0.2 ms)
-        self._digest = digest  # the text's (24 hex digits of its sha256), if the caller has it
-        self._lazy = lazy
-
-    def _kept(self, suffix: str) -> tuple[Path, bytes]:
-        # (the text's digest, as runtime.loading names files: one 1 MB module's hash, 0.7 ms,
-        # not taken again when the caller has it)
-        digest = self._digest or hashlib.sha256(self._source.encode()).hexdigest()[:24]
-        salt = importlib.util.MAGIC_NUMBER + digest.encode()
-        if suffix == ".sgs":
-            salt += b" stubs " + lazy_code.FETCH.encode() + ",".join(self._lazy).encode()
-        return Path(importlib.util.cache_from_source(self.path)).with_suffix(suffix), salt
-
-    def _load_kept(self, suffix: str) -> CodeType | None:
-        path, salt = self._kept(suffix)
-        try:
-            data = path.read_bytes()
-            if _code_check(salt, memoryview(data)[32:]) == data[:32]:
-                return marshal.loads(memoryview(data)[32:])
-        except (OSError, ValueError, EOFError, TypeError):
-            pass
-        return None
-
-    def _keep(self, suffix: str, code: CodeType) -> None:
-        if not sys.dont_write_bytecode:
-            path, salt = self._kept(suffix)
-            data = marshal.dumps(code)
-            try:
-                write_atomically(path, _code_check(salt, data) + data, sync=False)
-            except OSError:  # only a faster next import lost
-                pass
-
-    def full_code(self) -> CodeType:
-        """The module's bytecode, every function whole."""
-        code = self._load_kept(".sgc")
-        if code is None:
-            code = compile(self._source.encode(), self.path, "exec", dont_inherit=True)
-            self._keep(".sgc", code)
-        return code
-
-    def get_code(self, fullname: str) -> CodeType:
-        if self._lazy:
-            code = self._load_kept(".sgs")
-            if code is not None:
-                return code
-        code = self.full_code()
-        if self._lazy:  # (this import runs the whole code, already read; the next, stubs)
-            self._keep(".sgs", lazy_code.stubbed(code, self._lazy))
-        return code
-
-    def exec_module(self, module: ModuleType) -> None:
-        if self._lazy:
-            module.__dict__[lazy_code.FETCH] = lazy_code.fetcher(module.__dict__, self.full_code)
-        super().exec_module(module)
-
-    def get_source(self, fullname: str) -> str:
-        return self._source
-
-
-def _code_check(salt: bytes, data: bytes | memoryview) -> bytes:
-    """The 32 bytes before kept bytecode: a SHA-256 of `salt` (the text's digest and Python's
-    bytecode version: another text's bytecode never matches) with the code's length and
-    CRC-32 (a truncated or bit-flipped copy: the CRC finds every error burst of up to 32 bits,
-    and misses other damage 1 time in 2^32). A SHA-256 of the whole code took 0.5-0.6 ms for
-    each of a 1,000-operation function's two modules (~250 kB), the CRC ~0.1."""
-    size = len(data).to_bytes(8, "little") + zlib.crc32(data).to_bytes(4, "little")
-    return hashlib.sha256(salt + size).digest()

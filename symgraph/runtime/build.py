@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from ..backends.imports import text_of
 from ..backends.numba.cache import Entry
 from ..backends.registry import STRAIGHT, TAPE, Backend, render_source
 from ..ir.node import Node
@@ -29,7 +30,7 @@ from ..lower.programs import build_programs
 from ..lower.schedule import Program
 from .batching import rows_per_thread, run_batch, run_shared
 from .expression_cache import expression_key, load_programs, load_tape, save_programs, save_tape
-from .loading import cache_dir_of, kept_source, load_source
+from .loading import cache_dir_of, kept_file, load_kept, load_source
 
 Kernel = Callable[[np.ndarray, np.ndarray], None]
 _CHUNK_TYPES = (np.empty((0, 0)), np.empty((0, 0)), np.zeros(2, np.int64))  # X, OUT, claims
@@ -80,7 +81,11 @@ class Build:
     def source(self) -> str:
         """The generated module's text, or the tape printed as readable steps (on first use:
         a 10^5-step tape takes a while to print)."""
-        return self._source if self.strategy == STRAIGHT else self.module.source
+        if self.strategy != STRAIGHT:
+            return self.module.source
+        if self._source is None:  # (imported from its kept bytecode: read now, checked)
+            self._source = text_of(self.module)
+        return self._source
 
     @property
     def batch_tapes(self) -> Any:
@@ -179,15 +184,15 @@ def build(outputs: Sequence[Node], args: Sequence[Node], wrt: Sequence[Node], *,
     if not _usable(kept, products, backend.strategies):
         kept = None
     record = kept[1] if kept is not None else {}
-    # Only a module whose text is the one its name is the digest of (an edited copy: built
-    # again).
-    source = kept_source(folder, record.get("module")) if kept is not None else None
+    # A module kept on disk is imported from its kept bytecode, its text read and checked
+    # only if needed (loading.load_kept: an edited copy is made again then).
+    on_disk = kept is not None and kept_file(folder, record.get("module"))
     first = backend.interpret_first and strategy == "auto"  # runtime.interpret
-    if kept is not None and (source is not None or record.get("strategy") == TAPE or (
+    if kept is not None and (on_disk or record.get("strategy") == TAPE or (
             first and record.get("interpreters"))):
         programs, chosen = kept[0], record["strategy"]
     else:  # differentiate, schedule (and below, render); interpreted: no display comments
-        record = {}
+        record, on_disk = {}, False
         programs = build_programs(outputs, args, wrt, products=products, comments=not first)
         if fixed is None:
             from ..backends.tape.choice import choose_strategy
@@ -197,22 +202,42 @@ def build(outputs: Sequence[Node], args: Sequence[Node], wrt: Sequence[Node], *,
     if first and chosen == STRAIGHT:
         try:
             return Deferred(backend, products, programs, (outputs, args, wrt), folder, key,
-                            record, source)
+                            record, on_disk)
         except NotImplementedError:  # an op without a Python or NumPy form: compile at once
-            if source is None:
+            if not on_disk:
                 programs = build_programs(outputs, args, wrt, products=products)
             record = {}
+    source = None
     if chosen == TAPE:  # huge programs: one cached interpreter, no compile
         module, path = tape_module(folder, key, programs), None
     else:
-        kept = record.get("module") if source else None  # (read and checked: kept_source)
-        source = source or render_source(programs, outputs, args, backend)
-        if backend.prepare is not None:
-            backend.prepare()
-        module, path = load_source(source, folder, kept=kept, lazy=backend.lazy_bodies)
-        backend.load(module)
+        module, path, source = _straight_module(backend, (outputs, args, wrt), products,
+                                                programs, folder, record, on_disk)
     return _finish(Build(backend, chosen, products, programs, module, path, source, folder, key),
                    record)
+
+
+def _straight_module(backend: Backend, nodes: tuple, products: Sequence[Product],
+                     programs: list[Program], folder: Path, record: dict, on_disk: bool
+                     ) -> tuple[Any, Path, str | None]:
+    """The straight-line module: the one kept on disk (imported from its kept bytecode; its
+    text, None here, made again from the programs with their display comments if it turns
+    out damaged when read), else rendered from `programs` and kept."""
+    outputs, args, wrt = nodes
+    if backend.prepare is not None:
+        backend.prepare()
+    if on_disk:
+        def render() -> str:
+            shown = build_programs(outputs, args, wrt, products=products)
+            return render_source(shown, outputs, args, backend)
+
+        module, path = load_kept(folder, record["module"], render, lazy=backend.lazy_bodies)
+        source = None
+    else:
+        source = render_source(programs, outputs, args, backend)
+        module, path = load_source(source, folder, lazy=backend.lazy_bodies)
+    backend.load(module)
+    return module, path, source
 
 
 def _finish(built: Build, record: dict, **extra: Any) -> Build:
@@ -259,12 +284,12 @@ class Deferred(MadeOnUse):
 
     def __init__(self, backend: Backend, products: Sequence[Product], programs: list[Program],
                  nodes: tuple, folder: Path, key: str, record: dict,
-                 source: str | None) -> None:
+                 on_disk: bool) -> None:
         from .interpret import Pending
 
         self.backend, self.strategy, self.products = backend, STRAIGHT, tuple(products)
         self.programs, self._nodes, self._folder, self._key = programs, nodes, folder, key
-        self._record, self._source, self._built = record, source, None
+        self._record, self._on_disk, self._built = record, on_disk, None
         self.rows_in_place = backend.rows_in_place  # the interpreter reads x first too
         # One interpreter module per program: a first value_and_grad imports the gradient's
         # alone (a 1,000-operation function's value module: ~40% of the bytecode, 1-2 ms).
@@ -279,7 +304,7 @@ class Deferred(MadeOnUse):
         if not record:  # kept now: a second process interprets without differentiating
             save_programs(folder, key, programs, strategy=STRAIGHT,
                           interpreters=self._interpreter_names)
-        cached = source is not None  # a module made before: Numba's cache likely has it
+        cached = on_disk  # a module made before: Numba's cache likely has it
         # Kept from an earlier process, a program's interpreter module is imported on its
         # first call: a call that loads the compiled kernels at once never needs it.
         on_tape = record.get("on_tape") or ()  # (decided and kept by an earlier process)
@@ -305,17 +330,21 @@ class Deferred(MadeOnUse):
             with interpret.switch_lock:
                 module = self._interpreters.get(name)
                 if module is None:
-                    kept = self._interpreter_names[name]
-                    text = kept_source(self._folder, kept)
-                    if text is None:  # (never made, or damaged since: rendered again)
-                        from ..backends.registry import BACKENDS
+                    from ..backends.registry import BACKENDS
 
-                        outputs, args, _ = self._nodes
-                        program = next(p for p in self.programs if p.name == name)
-                        text, kept = render_source([program], outputs, args,
-                                                   BACKENDS["python"], described=False), None
-                    module = self._interpreters[name] = load_source(
-                        text, self._folder, sync=False, kept=kept)[0]
+                    outputs, args, _ = self._nodes
+                    program = next(p for p in self.programs if p.name == name)
+
+                    def render() -> str:
+                        return render_source([program], outputs, args, BACKENDS["python"],
+                                             described=False)
+
+                    kept = self._interpreter_names[name]
+                    # (kept: its text read only if its bytecode is not; damaged: made again)
+                    module = self._interpreters[name] = (
+                        load_kept(self._folder, kept, render)[0]
+                        if kept_file(self._folder, kept)
+                        else load_source(render(), self._folder, sync=False)[0])
         return module
 
     @property
@@ -338,23 +367,14 @@ class Deferred(MadeOnUse):
         return self._built
 
     def _make(self) -> Build:
-        record, source = self._record, self._source
-        outputs, args, wrt = self._nodes
-        kept = record.get("module") if source is not None else None  # (checked: kept_source)
-        if source is None:  # the display comments the module shows, then its text
+        record, programs = self._record, self.programs
+        if not self._on_disk:  # the display comments the module shows, then its text
+            outputs, args, wrt = self._nodes
             programs = build_programs(outputs, args, wrt, products=self.products)
-            source = render_source(programs, outputs, args, self.backend)
             record = {}
-        else:
-            programs = self.programs
-        if self.backend.prepare is not None:
-            self.backend.prepare()
-        module, path = load_source(source, self._folder, kept=kept,
-                                   lazy=self.backend.lazy_bodies)
-        self.backend.load(module)
+        module, path, source = _straight_module(self.backend, self._nodes, self.products,
+                                                programs, self._folder, record, self._on_disk)
         built = Build(self.backend, STRAIGHT, self.products, programs, module, path, source,
                       self._folder, self._key)
         return _finish(built, record,
                        interpreters=self._interpreter_names)
-
-

@@ -5,7 +5,9 @@ second process finds the same file, imports it, and Numba's own on-disk cache (w
 the file's path and timestamp) gives back the machine code without compiling again. A file
 whose text is not the source it is named for (edited, truncated, bit-flipped, not UTF-8, a
 folder) is written again before it is imported: nothing runs that does not match its digest.
-Real files also make tracebacks, `inspect.getsource` and debuggers work on generated code.
+A file kept from an earlier process is imported from its kept bytecode (`load_kept`: checked
+against its name and the file's stamp), its text read and checked only when needed. Real
+files also make tracebacks, `inspect.getsource` and debuggers work on generated code.
 A Numba module's text names the digest of symgraph's Numba runtime, which its machine code
 holds too, so another runtime gives another file (`backends.numba.cache.runtime_digest`).
 A backend's `load` then makes the module's kernels ready (Numba: their cached machine code).
@@ -16,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import os
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
@@ -23,11 +26,11 @@ from ..backends.files import (  # noqa: F401  (where the runtime's callers find 
     ENV_CACHE_DIR,
     cache_folder,
     default_cache_dir,
-    import_file,
     read_text,
     temporary_folder,
     write_atomically,
 )
+from ..backends.imports import import_file
 from ..backends.numba.cache_files import folders_checked_once
 
 
@@ -56,19 +59,14 @@ def cache_dir_of(cache_dir: str | os.PathLike | None) -> Path:
 
 
 def load_source(source: str, cache_dir: str | os.PathLike | None = None, *,
-                sync: bool = True, kept: str | None = None,
-                lazy: tuple[str, ...] = ()) -> tuple[ModuleType, Path]:
+                sync: bool = True, lazy: tuple[str, ...] = ()) -> tuple[ModuleType, Path]:
     """Import `source` as a module from ``<cache_dir>/sg_<digest>.py``; returns (module, path).
     `sync=False`: the file's write is not waited for (its text is checked on every load).
-    `kept`: the file name `kept_source` just read `source` from in that folder (so checked):
-    not hashed nor read again (a 1,000-operation module: 1-2 ms), only written again if gone.
     `lazy`: suffixes of the names of functions whose bytecode is read on their first call
     (backends.lazy_code; the backend's `lazy_bodies`)."""
-    known = isinstance(kept, str) and kept.startswith("sg_") and kept.endswith(".py")
-    digest = kept[3:-3] if known else source_digest(source)
+    digest = source_digest(source)
     path = cache_dir_of(cache_dir) / f"sg_{digest}.py"
-    stale = not path.is_file() if known else read_text(path) != source  # (kept: gone since?)
-    if stale:
+    if read_text(path) != source:
         try:
             write_atomically(path, source, sync=sync)
         except OSError as error:  # a full disk, say: a private temporary folder if it works
@@ -82,5 +80,35 @@ def load_source(source: str, cache_dir: str | os.PathLike | None = None, *,
                 write_atomically(path, source)
     with folders_checked_once():  # (a Numba module's cache=True kernels)
         module = import_file(f"symgraph_generated_{digest}", path, source, digest, lazy)
-    module.__source__ = source
+    return module, path
+
+
+def kept_file(folder: Path, name: object) -> bool:
+    """Whether `name` is a generated module's file name (``sg_<digest>.py``) with a file in
+    `folder` (its text unread: `load_kept`)."""
+    return (isinstance(name, str) and name.startswith("sg_") and name.endswith(".py")
+            and (folder / name).is_file())
+
+
+def load_kept(folder: Path, name: str, render: Callable[[], str], *,
+              lazy: tuple[str, ...] = ()) -> tuple[ModuleType, Path]:
+    """Import the generated module file `name` in `folder` (`kept_file`) as `load_source`
+    would, without reading its text while its kept bytecode matches: the text is read and
+    checked when first needed (a compile, `imports.text_of`), and written again from
+    `render()` (which must give the text `name` is the digest of) if it is not that text.
+    A 1,000-operation Numba module's text and digest cost a warm process 1-2 ms."""
+    path = folder / name
+
+    def text() -> str:
+        kept = kept_source(folder, name)
+        if kept is None:  # damaged since: made again, as `load_source` would have
+            kept = render()
+            if module_name(kept) != name:
+                raise RuntimeError(f"symgraph: cannot make {path} again (rendered as "
+                                   f"{module_name(kept)})")
+            write_atomically(path, kept)
+        return kept
+
+    with folders_checked_once():
+        module = import_file(f"symgraph_generated_{name[3:-3]}", path, text, name[3:-3], lazy)
     return module, path

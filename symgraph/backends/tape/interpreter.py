@@ -51,7 +51,8 @@ from typing import Any
 import numpy as np
 
 from ...ir.ops import OPS
-from ..files import default_cache_dir, import_file, read_text, write_atomically
+from ..files import default_cache_dir, read_text, write_atomically
+from ..imports import import_file
 from ..numba import vecmath
 from ..numba.cache import dispatchers_of, drop_if_changed
 from ..numba.cache_files import checked, folders_checked_once, place_cache

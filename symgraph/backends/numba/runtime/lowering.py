@@ -25,7 +25,7 @@ import numpy as np
 from numba import types
 from numba.core import cgutils
 
-from ...files import source_of
+from ...imports import source_of
 from .fastcall import add_fastcall
 
 _BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
