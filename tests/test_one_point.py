@@ -286,3 +286,23 @@ def test_the_floats_kernel_lowered_into_another_numba_function_gives_its_numbers
 
     value, gradient = fn.value_and_grad(1.5, 2.0)
     assert summed(1.5, 2.0) == value + gradient[0] + gradient[1]
+
+
+def test_methods_kept_before_the_first_call_resolve_their_kernel_once(tmp_path, monkeypatch):
+    # `f = fn.value_and_grad_floats` taken before the first call compiles is the first-call
+    # wrapper for ever (the call rebinds the instance's methods, not `f`): each later call
+    # must find the entry resolved then, not resolve (type and look up) it again.
+    from symgraph.runtime import points
+
+    resolved = []
+    resolve = points.resolve
+    monkeypatch.setattr(points, "resolve", lambda *a: resolved.append(a) or resolve(*a))
+    x, y = sg.symbols("x y")
+    fn = sg.compile(sg.tanh(x * y) + sg.exp(y) / x, [x, y], cache_dir=tmp_path,
+                    strategy="straight")
+    floats, value_and_grad = fn.value_and_grad_floats, fn.value_and_grad
+    for k in range(1, 6):
+        assert floats(k, 0.5) == fn.value_and_grad_floats(k, 0.5)
+        value, gradient = value_and_grad(k, 0.5)
+        assert (value, tuple(gradient)) == floats(k, 0.5)
+    assert len(resolved) == 2  # the floats kernel's entry and the point kernel's, once each

@@ -88,9 +88,12 @@ class PointEntries:
             return entry
 
         def first(*args: Any) -> Any:
-            # (`resolve` gives the dispatcher itself when compiling that signature failed)
-            self.resolved[key] = call = resolve(kernel, stand_ins)
-            self.rebind()
+            # (`resolve` gives the dispatcher itself when compiling that signature failed;
+            # a method kept from before the rebinding calls this again: resolved once)
+            call = self.resolved.get(key)
+            if call is None:
+                self.resolved[key] = call = resolve(kernel, stand_ins)
+                self.rebind()
             return call(*args)
 
         return first
