@@ -73,6 +73,8 @@ out = np.empty(3)
 module.value_grad_steps(np.array([0.5, 1.5]), out)  # run as Python: its real code fetched
 ran["steps_in_python"] = [v.hex() for v in out]
 ran["stubs_after"] = sorted(n for n, v in vars(module).items() if lazy_code.is_stub(v))
+with open(fn.path, encoding="utf-8") as f:  # the text, unread until asked for: the file's
+    ran["source_is_the_file"] = fn.source == f.read() and "def value_grad_steps(" in fn.source
 from symgraph.backends.numba.cache import dispatchers_of
 ran["caches_unmade"] = sorted(d.__name__ for d in dispatchers_of(fn._built.module)
                               if type(d._cache).__name__ == "CacheOnUse")
@@ -129,6 +131,7 @@ def test_a_warm_process_loads_the_kernels_without_the_lowering_special_or_vecmat
                                      "value_steps"} <= set(again["stubs"])
     assert "value_grad_steps" not in again["stubs_after"]
     assert again["steps_in_python"] == [again["value"], *again["grad"]]
+    assert again["source_is_the_file"] and first["source_is_the_file"]
 
 
 def test_a_cache_miss_in_a_warm_process_compiles_through_what_it_did_not_import(first_run):
