@@ -184,6 +184,11 @@ _op("pow", 2, np.power, _pow_partials, _pow_template("math.pow({0}, {1})"),
 # ---------------------------------------------------------------------------------------------
 # Comparisons: numbers 1.0 / 0.0, derivative zero.
 
+# NumPy's select (np.where, which the comparisons' and where's NumPy forms call) costs ~3.7
+# adds an element, a comparison into it ~4.3 (512-element blocks, as runtime.interpret runs
+# batches; 2026-12-02): `np_ns` in runtime.interpret's units (an add: 2.5 ns a point).
+_NP_WHERE_NS = 9.0
+
 for _name, _sym, _ufunc, _latex, _rel, _title in [
     ("lt", "<", np.less, "<", "Lt", "Less"),
     ("le", "<=", np.less_equal, r"\le", "Le", "LessEqual"),
@@ -196,7 +201,8 @@ for _name, _sym, _ufunc, _latex, _rel, _title in [
         lambda a, out: (None, None),
         f"(1.0 if {{0}} {_sym} {{1}} else 0.0)", f"np.where({{0}} {_sym} {{1}}, 1.0, 0.0)",
         latex=f"{{0}} {_latex} {{1}}", sympy_names=(_rel,), infix=_sym, precedence=PREC_COMPARE,
-        title=_title, comparison=True, smooth=False, vectorises=True, finite=True)
+        title=_title, comparison=True, smooth=False, vectorises=True, finite=True,
+        np_ns=_NP_WHERE_NS + _NP_WHERE_NS / 5)
 
 
 def _where_sympy(sp, c, a, b):
@@ -209,7 +215,8 @@ _op("where", 3, lambda c, a, b: np.where(c != 0, a, b),
     lambda a, out: (None, a[0].call("where", 1.0, 0.0), a[0].call("where", 0.0, 1.0)),
     "({1} if {0} != 0.0 else {2})", "np.where({0} != 0.0, {1}, {2})",
     latex=r"\begin{{cases}} {1} & {0} \\ {2} & \text{{otherwise}} \end{{cases}}",
-    sympy=_where_sympy, title="Where", smooth=False, vectorises=True, finite=True)
+    sympy=_where_sympy, title="Where", smooth=False, vectorises=True, finite=True,
+    np_ns=_NP_WHERE_NS)
 
 # ---------------------------------------------------------------------------------------------
 # Elementary functions. Derivatives reuse the output where it is natural (exp' = exp).

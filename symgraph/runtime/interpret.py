@@ -88,8 +88,16 @@ COMPILED_ROW_CALL_NS, COMPILED_ROW_NS_PER_OP, COMPILED_NS_PER_OP = 300.0, 0.5, 0
 # tiered_cost@11 and nbody@6 interpret: 4.3, 6.2 and 1.4 ms slower): about even. Hence 17,
 # the FIT families' choice; the rule's NumPy-time error (+-4 ms at ~100 operations), not
 # the constant, is what is left (the A/B in benchmarks/results/setup.md).
+# Refitted once NumPy's select was weighed (np_ns of where and the comparisons, timed apart:
+# the piecewise families' batches were predicted 5-10 ms short) and warm loads got cheaper
+# (2026-12-02 07:57-08:05, load ~1; each workload's first batch forced both ways, medians of
+# 4 warm processes): FIT, summed loss of the wrong choices 20.7 ms with the old weights and
+# 17, 7.7 with the new and 14-15 (weibull@14 and gibbs_mixing@25 load, 4.0 and 3.7 ms
+# slower than interpreting); VALIDATE, checked: 32.0 ms (bond_angles@10, nbody@6,
+# relu_network@4 and tiered_cost@11 interpreted, 5-13 ms slower each; rational@14) -> 9.5
+# (poisson_glm@17, einstein_solid@12 load; rational@14 a 1.5 ms tie). Hence 15.
 COMPILE_MS, COMPILE_MS_PER_OP, FIRST_COMPILE_MS = 150.0, 0.25, 400.0
-LOAD_MS, LOAD_MS_PER_OP, FIRST_LOAD_MS = 2.0, 0.015, 17.0
+LOAD_MS, LOAD_MS_PER_OP, FIRST_LOAD_MS = 2.0, 0.015, 15.0
 # The lane kernels of big programs (past the 1,200 steps COMPILE_MS_PER_OP was fitted with,
 # up to backends.numba.batch.LANE_BUDGET) compile in ~0.55-0.9 ms of CPU per unit of their
 # `lane_weight` since big ones call their vecmath steps (batch.CALLS_ABOVE; FIT, one core in
@@ -108,7 +116,8 @@ FIRST_TAPE_LOAD_MS = 30.0
 # 0.4-0.55x the unblocked time, 1024 0.25-0.95x, 2048 0.6-1.0x.
 INTERP_BLOCK_ROWS = 512
 # Ops whose NumPy form runs Python per element (np.vectorize: erf, erfc, cbrt, the special
-# functions) take the op table's `np_ns` per point, not ~INTERP_BATCH_NS_PER_OP * `cost`:
+# functions) or NumPy's select (where and the comparisons: np.where, ~4 adds an element)
+# take the op table's `np_ns` per point, not ~INTERP_BATCH_NS_PER_OP * `cost`:
 # `python_element_ns` adds the difference to a row's and a batch's loss. FIT: option_portfolio
 # (its erf, 8 at every size: ~75 ns a point against the 20 its cost said, 12 ms a 20,000-point
 # batch of option_portfolio@6 weighed as 3) is the one family with such an op; the other ops'
