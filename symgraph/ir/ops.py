@@ -187,7 +187,7 @@ _op("pow", 2, np.power, _pow_partials, _pow_template("math.pow({0}, {1})"),
 # NumPy's select (np.where, which the comparisons' and where's NumPy forms call) costs ~3.7
 # adds an element, a comparison into it ~4.3 (512-element blocks, as runtime.interpret runs
 # batches; 2026-12-02): `np_ns` in runtime.interpret's units (an add: 2.5 ns a point).
-_NP_WHERE_NS = 9.0
+_NP_WHERE_NS, _NP_COMPARE_NS = 9.0, 10.8
 
 for _name, _sym, _ufunc, _latex, _rel, _title in [
     ("lt", "<", np.less, "<", "Lt", "Less"),
@@ -202,7 +202,7 @@ for _name, _sym, _ufunc, _latex, _rel, _title in [
         f"(1.0 if {{0}} {_sym} {{1}} else 0.0)", f"np.where({{0}} {_sym} {{1}}, 1.0, 0.0)",
         latex=f"{{0}} {_latex} {{1}}", sympy_names=(_rel,), infix=_sym, precedence=PREC_COMPARE,
         title=_title, comparison=True, smooth=False, vectorises=True, finite=True,
-        np_ns=_NP_WHERE_NS + _NP_WHERE_NS / 5)
+        np_ns=_NP_COMPARE_NS)
 
 
 def _where_sympy(sp, c, a, b):

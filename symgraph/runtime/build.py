@@ -199,6 +199,7 @@ def build(outputs: Sequence[Node], args: Sequence[Node], wrt: Sequence[Node], *,
 
             fixed = choose_strategy(programs, strategy)
         chosen = fixed
+    kept_name = record.get("module") if on_disk else None  # (kept if the record is not)
     if first and chosen == STRAIGHT:
         try:
             return Deferred(backend, products, programs, (outputs, args, wrt), folder, key,
@@ -212,26 +213,26 @@ def build(outputs: Sequence[Node], args: Sequence[Node], wrt: Sequence[Node], *,
         module, path = tape_module(folder, key, programs), None
     else:
         module, path, source = _straight_module(backend, (outputs, args, wrt), products,
-                                                programs, folder, record, on_disk)
+                                                programs, folder, kept_name)
     return _finish(Build(backend, chosen, products, programs, module, path, source, folder, key),
                    record)
 
 
 def _straight_module(backend: Backend, nodes: tuple, products: Sequence[Product],
-                     programs: list[Program], folder: Path, record: dict, on_disk: bool
+                     programs: list[Program], folder: Path, kept_name: str | None
                      ) -> tuple[Any, Path, str | None]:
-    """The straight-line module: the one kept on disk (imported from its kept bytecode; its
-    text, None here, made again from the programs with their display comments if it turns
-    out damaged when read), else rendered from `programs` and kept."""
+    """The straight-line module: file `kept_name` kept on disk (imported from its kept
+    bytecode; its text, None here, made again from the programs with their display comments
+    if it turns out damaged when read), else rendered from `programs` and kept."""
     outputs, args, wrt = nodes
     if backend.prepare is not None:
         backend.prepare()
-    if on_disk:
+    if kept_name is not None:
         def render() -> str:
             shown = build_programs(outputs, args, wrt, products=products)
             return render_source(shown, outputs, args, backend)
 
-        module, path = load_kept(folder, record["module"], render, lazy=backend.lazy_bodies)
+        module, path = load_kept(folder, kept_name, render, lazy=backend.lazy_bodies)
         source = None
     else:
         source = render_source(programs, outputs, args, backend)
@@ -372,8 +373,9 @@ class Deferred(MadeOnUse):
             outputs, args, wrt = self._nodes
             programs = build_programs(outputs, args, wrt, products=self.products)
             record = {}
+        kept_name = record.get("module") if self._on_disk else None
         module, path, source = _straight_module(self.backend, self._nodes, self.products,
-                                                programs, self._folder, record, self._on_disk)
+                                                programs, self._folder, kept_name)
         built = Build(self.backend, STRAIGHT, self.products, programs, module, path, source,
                       self._folder, self._key)
         return _finish(built, record,
