@@ -288,6 +288,7 @@ def test_the_floats_kernel_lowered_into_another_numba_function_gives_its_numbers
     assert summed(1.5, 2.0) == value + gradient[0] + gradient[1]
 
 
+@pytest.mark.numba
 def test_methods_kept_before_the_first_call_resolve_their_kernel_once(tmp_path, monkeypatch):
     # `f = fn.value_and_grad_floats` taken before the first call compiles is the first-call
     # wrapper for ever (the call rebinds the instance's methods, not `f`): each later call
