@@ -1,9 +1,11 @@
-"""Batch value+gradient, one core, symgraph against SymEngine's LLVM Lambdify in one process:
-the two interleaved call by call, CPU time (time.process_time), so machine load moves both
-alike. Usage: ``python -m benchmarks.batch_h2h family@n ...`` (20,000 points of the family's
-box); prints points a second for each and their ratio (median of 5 pairs, and of the fastest
-of each), symgraph's strategy, both setups (wall: compile through the first batch, cold
-unless the caches hold it; SymEngine's Lambdify) and the load average.
+"""Batch value+gradient, one core, symgraph against one peer in one process (SymEngine's LLVM
+Lambdify unless ``--peer`` names another of benchmarks.peers: jax, torch, casadi, sympy): the
+two interleaved call by call, CPU time (time.process_time), so machine load moves both alike.
+Usage: ``python -m benchmarks.batch_h2h [--peer jax] family@n ...`` (20,000 points of the
+family's box); prints points a second for each and their ratio (median of 5 pairs, and of the
+fastest of each), symgraph's strategy, both setups (wall: compile through the first batch,
+cold unless the caches hold it; the peer's preparation) and the load average. The process is
+pinned to one CPU, so a peer with threads of its own (JAX's XLA) computes on one core too.
 """
 
 from __future__ import annotations
@@ -21,7 +23,9 @@ def _cpu(f, X) -> float:
     return time.process_time() - start
 
 
-def main(names: list[str], points: int = 20_000) -> None:
+def main(names: list[str], points: int = 20_000, peer: str = "symengine") -> None:
+    if hasattr(os, "sched_setaffinity"):  # before a peer's import starts its thread pools
+        os.sched_setaffinity(0, {max(os.sched_getaffinity(0))})
     import numba
 
     import symgraph as sg
@@ -42,7 +46,7 @@ def main(names: list[str], points: int = 20_000) -> None:
         fn.value_and_grad(X)
         setup = time.perf_counter() - start
         start = time.perf_counter()
-        engine = peers.prepare_symengine(expr, args, X[0])[0]
+        engine = getattr(peers, f"prepare_{peer}")(expr, args, X[0])[0]
         engine_setup = time.perf_counter() - start
         engine.batch_vg(X)
         (v1, g1), (v2, g2) = fn.value_and_grad(X), engine.batch_vg(X)
@@ -53,9 +57,9 @@ def main(names: list[str], points: int = 20_000) -> None:
             ours.append(_cpu(fn.value_and_grad, X))
             theirs.append(_cpu(engine.batch_vg, X))
         a, b = float(np.median(ours)), float(np.median(theirs))
-        print(f"{name}: symgraph {points / a / 1e3:.0f} k/s, SymEngine {points / b / 1e3:.0f} k/s,"
-              f" {b / a:.2f}x (fastest of each {min(theirs) / min(ours):.2f}x),"
-              f" {_kind(fn)}, setup {setup:.2f} s (SymEngine {engine_setup:.2f} s),"
+        print(f"{name}: symgraph {points / a / 1e3:.0f} k/s, {engine.label} {points / b / 1e3:.0f}"
+              f" k/s, {b / a:.2f}x (fastest of each {min(theirs) / min(ours):.2f}x),"
+              f" {_kind(fn)}, setup {setup:.2f} s ({engine.label} {engine_setup:.2f} s),"
               f" load {os.getloadavg()[0]:.1f}"
               + ("" if agree else ", RESULTS DIFFER"), flush=True)
 
@@ -68,4 +72,8 @@ def _kind(fn) -> str:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    argv = sys.argv[1:]
+    chosen = "symengine"
+    if argv[:1] == ["--peer"]:
+        chosen, argv = argv[1], argv[2:]
+    main(argv, peer=chosen)

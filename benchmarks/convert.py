@@ -18,7 +18,7 @@ CHUNK = 16  # wide sums and products are split: one huge expression strains Pyth
 
 # Unary ops by their function name in each namespace; ``ns`` is the module, ``sp`` extra helpers.
 _UNARY = ("sin", "cos", "tan", "exp", "log", "tanh", "sinh", "cosh", "sqrt", "erf", "sigmoid",
-          "abs", "expm1", "log1p")
+          "abs", "expm1", "log1p", "atan")
 
 
 class Unsupported(ValueError):
