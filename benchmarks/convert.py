@@ -16,9 +16,18 @@ from symgraph.ir.traversal import topological_order
 
 CHUNK = 16  # wide sums and products are split: one huge expression strains Python's compiler
 
-# Unary ops by their function name in each namespace; ``ns`` is the module, ``sp`` extra helpers.
-_UNARY = ("sin", "cos", "tan", "exp", "log", "tanh", "sinh", "cosh", "sqrt", "erf", "sigmoid",
-          "abs", "expm1", "log1p", "atan")
+# Each op's call template in a NumPy-named namespace (numpy, jax.numpy): ``{0}``, ``{1}``, ...
+# are the operands; `templates` prefixes the module and takes each library's overrides.
+_NUMPY_NAMES = {
+    "sin": "sin", "cos": "cos", "tan": "tan", "asin": "arcsin", "acos": "arccos", "atan": "arctan",
+    "sinh": "sinh", "cosh": "cosh", "tanh": "tanh", "asinh": "arcsinh", "acosh": "arccosh",
+    "atanh": "arctanh", "exp": "exp", "expm1": "expm1", "log": "log", "log1p": "log1p",
+    "log2": "log2", "log10": "log10", "sqrt": "sqrt", "cbrt": "cbrt", "abs": "abs", "sign": "sign",
+    "floor": "floor", "ceil": "ceil", "min": "minimum", "max": "maximum", "atan2": "arctan2",
+    "hypot": "hypot", "where": "where",
+}
+OPERATORS = {"lt": "({0} < {1})", "le": "({0} <= {1})", "gt": "({0} > {1})",
+             "ge": "({0} >= {1})", "eq": "({0} == {1})", "ne": "({0} != {1})"}
 
 
 class Unsupported(ValueError):
@@ -43,7 +52,8 @@ def source(outputs: Sequence[Node], args: Sequence[Node], functions: Mapping[str
            name: str = "f", vector_input: bool = True) -> str:
     """Python source of ``def name(x)`` (or ``def name(v0, v1, ...)``) returning the outputs.
 
-    `functions` maps each unary op to a call template such as ``"jnp.sin({})"``.
+    `functions` maps each op but add, mul, neg, div and pow to a call template such as
+    ``"jnp.sin({0})"``.
     """
     names: dict[int, str] = {}
     lines = []
@@ -78,8 +88,8 @@ def source(outputs: Sequence[Node], args: Sequence[Node], functions: Mapping[str
             code = f"{operands[0]} / {operands[1]}"
         elif node.op == "pow":
             code = f"{operands[0]} ** {_exponent(node.args[1]).format(operands[1])}"
-        elif node.op in _UNARY and node.op in functions:
-            code = functions[node.op].format(operands[0])
+        elif node.op in functions:
+            code = functions[node.op].format(*operands)
         else:
             raise Unsupported(f"no mapping for op {node.op!r}")
         lines.append(f"    {target} = {code}")
@@ -100,7 +110,20 @@ def function(outputs: Sequence[Node], args: Sequence[Node], functions: Mapping[s
 
 
 def templates(module: str, overrides: Mapping[str, str] | None = None) -> dict[str, str]:
-    """``{op: "module.op({})"}`` for the unary ops, with per-library `overrides`."""
-    table = {op: f"{module}.{op}({{}})" for op in _UNARY}
-    table.update(overrides or {})
+    """``{op: "module.name({0}, ...)"}`` under NumPy's names, the comparison operators, and
+    per-library `overrides` (a template per op; ``None`` drops the op)."""
+    table = {op: f"{module}.{name}({', '.join(f'{{{i}}}' for i in range(_arity(op)))})"
+             for op, name in _NUMPY_NAMES.items()}
+    table.update(OPERATORS)
+    for op, template in (overrides or {}).items():
+        if template is None:
+            table.pop(op, None)
+        else:
+            table[op] = template
     return table
+
+
+def _arity(op: str) -> int:
+    from symgraph.ir.ops import OPS
+
+    return OPS[op].arity

@@ -9,8 +9,10 @@ import math
 import numpy as np
 import pytest
 
-from benchmarks import convert, measure, report, run
+from benchmarks import convert, families, measure, peers, report, run
 from benchmarks.workloads import WORKLOADS, build
+from symgraph.ir.evaluate import evaluate
+from symgraph.ir.ops import OPS
 
 
 @pytest.fixture(scope="module")
@@ -41,19 +43,56 @@ def test_tiny_run_writes_table_and_json(tiny_run):
     assert "symgraph" in text and "hand-written Numba" in text
 
 
+def _numpy_function(expr, args):
+    import scipy.special as sc
+
+    table = convert.templates("np", peers.NUMPY_OVERRIDES)
+    return convert.function([expr], args, table, {"np": np, "sc": sc})
+
+
 def test_converted_dag_matches_symgraph():
     """The straight-line code handed to JAX/PyTorch/CasADi computes the same function."""
     for name in ("black_scholes", "nested200", "mlp"):
         expr, args = build(name)
-        f = convert.function([expr], args, convert.templates("np", {
-            "erf": "np.vectorize(math.erf)({})", "sigmoid": "1 / (1 + np.exp(-{}))"}),
-            {"np": np, "math": math})
         w = WORKLOADS[name]
         X = w.batch(len(args), 4)
-        from symgraph import evaluate
-
         want = evaluate(expr, {a.value: X[:, i] for i, a in enumerate(args)})
-        assert np.allclose(f(X.T), want, rtol=1e-12, atol=0)
+        assert np.allclose(_numpy_function(expr, args)(X.T), want, rtol=1e-12, atol=0)
+
+
+@pytest.mark.parametrize("name", sorted(families.FAMILIES))
+def test_every_generated_family_converts_for_the_array_peers_with_symgraphs_numbers(name):
+    # A family the converter cannot write (hypot, min, softplus, ...) would drop JAX, PyTorch
+    # and CasADi from its comparison and show as an error instead of a ratio.
+    family = families.FAMILIES[name]
+    expr, args = family.make(3)
+    low, high = family.box(len(args))
+    X = np.random.default_rng(1).uniform(low, high, (8, len(args)))
+    want = evaluate(expr, {a.value: X[:, i] for i, a in enumerate(args)})
+    assert np.allclose(_numpy_function(expr, args)(X.T), want, rtol=1e-12, atol=1e-300)
+
+
+def test_every_op_has_a_template_for_each_array_peer_or_is_named_as_missing():
+    written = {"add", "mul", "neg", "div", "pow"}  # operators, written by convert itself
+    internal = {"pow_prev"}  # only derivatives make it; peers get the forward formula
+    unmapped = {  # no function of that library computes it: the comparison says so
+        "numpy": {"polygamma", "besselj", "bessely", "erfcinv"},
+        "jax": {"polygamma", "besselj", "bessely", "erfcinv"},
+        "torch": {"gamma", "beta", "lbeta", "polygamma", "besselj", "bessely", "erfcinv"},
+        "casadi": {"erfc", "gamma", "lgamma", "digamma", "polygamma", "beta", "lbeta",
+                   "besselj", "bessely", "erfcinv"},
+    }
+    tables = {"numpy": convert.templates("np", peers.NUMPY_OVERRIDES),
+              "jax": convert.templates("jnp", peers.JAX_OVERRIDES),
+              "torch": convert.templates("torch", peers.TORCH_OVERRIDES),
+              "casadi": convert.templates("ca", peers.CASADI_OVERRIDES)}
+    for library, table in tables.items():
+        missing = set(OPS) - written - internal - set(table)
+        assert missing == unmapped[library], library
+        for op, template in table.items():  # every operand used, none beyond the arity
+            arity = OPS[op].arity
+            assert all(f"{{{i}}}" in template for i in range(arity)), (library, op)
+            assert f"{{{arity}}}" not in template, (library, op)
 
 
 def test_relative_error_and_formatting():
