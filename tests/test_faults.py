@@ -89,7 +89,6 @@ print(json.dumps(out))
 
 def _child(cases: dict, deleted: dict | None = None, env: dict | None = None) -> dict:
     env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
-    env.pop("PYTHONDONTWRITEBYTECODE", None)  # the bytecode is one of the files damaged
     done = subprocess.run([sys.executable, "-c", CHILD, json.dumps(cases),
                            json.dumps(deleted or {})],
                           capture_output=True, text=True, timeout=600, env=env)

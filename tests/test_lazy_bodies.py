@@ -34,11 +34,6 @@ def named_steps(_x, *, _out=None):
 _names = itertools.count()
 
 
-@pytest.fixture(autouse=True)
-def _bytecode_kept(monkeypatch):
-    monkeypatch.setattr("sys.dont_write_bytecode", False)  # (PYTHONDONTWRITEBYTECODE unset)
-
-
 def _imported(folder, text=TEXT, lazy=("_steps", "_lanes")):
     """The module of `text` from folder/sg_test.py, under a new name (a second import)."""
     path = folder / "sg_test.py"

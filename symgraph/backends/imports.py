@@ -159,13 +159,16 @@ class _CheckedLoader(importlib.machinery.SourceFileLoader):
         return None
 
     def _keep(self, suffix: str, code: CodeType) -> None:
-        if not sys.dont_write_bytecode:
-            path, salt = self._kept(suffix)
-            data = marshal.dumps(code)
-            try:
-                write_atomically(path, _code_check(salt, data) + data, sync=False)
-            except OSError:  # only a faster next import lost
-                pass
+        # Kept whatever sys.dont_write_bytecode says: PYTHONDONTWRITEBYTECODE (set in many
+        # container images) keeps .pyc files out of source trees, and this is symgraph's own
+        # cache folder, as Numba's cache is Numba's. Honouring it made every warm process
+        # compile the module's text again (nbody@34, ~1,000 ops: 30 -> 220 ms of CPU).
+        path, salt = self._kept(suffix)
+        data = marshal.dumps(code)
+        try:
+            write_atomically(path, _code_check(salt, data) + data, sync=False)
+        except OSError:  # only a faster next import lost
+            pass
 
     def full_code(self) -> CodeType:
         """The module's bytecode, every function whole."""
