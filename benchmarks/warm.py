@@ -2,6 +2,7 @@
 
     python -m benchmarks.warm --sizes 100,1000 --warm 3
     python -m benchmarks.warm --only coulomb@6,rational@14 --trees /tmp/base,. --warm 6
+    python -m benchmarks.warm --summary runs.json   # the closing lines again, from --json
 
 Per workload and tree: one cold process (benchmarks.setup's child: it fills the expression
 cache and Numba's cache, then makes the kernels the calls would switch to), then `--warm` warm
@@ -60,7 +61,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--warm", type=int, default=3, help="warm processes per tree")
     parser.add_argument("--batch", type=int, default=20_000)
     parser.add_argument("--json", default="", help="append every warm run here")
+    parser.add_argument("--summary", default="", help="summarize a --json file and stop")
     args = parser.parse_args(argv)
+    if args.summary:
+        with open(args.summary) as f:
+            print("\n".join(summary([json.loads(line) for line in f if line.strip()])))
+        return
     from benchmarks import families
 
     if args.only:
@@ -71,6 +77,7 @@ def main(argv: list[str] | None = None) -> None:
         names = list(families.sizes(tuple(int(s) for s in args.sizes.split(",")), chosen))
     trees = args.trees.split(",")
     print(f"load {os.getloadavg()}", flush=True)
+    everything: list[dict] = []
     head = "  ".join(f"T{t} cpu min/med  -calls  wall min/med  interp" for t in range(len(trees)))
     print(f"{'workload':22s} {'ops':>5s}  {head}", flush=True)
     for name in names:
@@ -85,6 +92,7 @@ def main(argv: list[str] | None = None) -> None:
                 run = _child(trees[t], name, caches[t], args.batch)
                 run.update(tree=trees[t], name=name, load=os.getloadavg()[0])
                 runs[t].append(run)
+                everything.append(run)
                 if args.json:
                     with open(args.json, "a") as f:
                         f.write(json.dumps(run) + "\n")
@@ -98,6 +106,31 @@ def main(argv: list[str] | None = None) -> None:
                          f"{interp}/{len(runs[t])}")
         print(f"{name:22s} {ops:5d}  " + "    ".join(cells), flush=True)
     print(f"load {os.getloadavg()}", flush=True)
+    for line in summary(everything):
+        print(line)
+
+
+TARGET_MS = 20.0
+
+
+def summary(runs: list[dict]) -> list[str]:
+    """Per tree: the workloads within `TARGET_MS`, by the median warm process's CPU and by the
+    part of it beside the calls (setup minus the same calls on compiled kernels), worst five."""
+    lines = []
+    for tree in dict.fromkeys(r["tree"] for r in runs):
+        by_name: dict[str, list[dict]] = {}
+        for r in runs:
+            if r["tree"] == tree:
+                by_name.setdefault(r["name"], []).append(r)
+        for label, of in (("CPU", lambda r: r["cpu_s"]),
+                          ("beside the calls", lambda r: r["cpu_s"] - r["calls_cpu_s"])):
+            ms = {n: statistics.median(of(r) for r in rs) * 1e3 for n, rs in by_name.items()}
+            worst = sorted(ms, key=ms.get, reverse=True)[:5]
+            within = sum(v <= TARGET_MS for v in ms.values())
+            lines.append(f"{tree} {label}: median of medians {statistics.median(ms.values()):.1f}"
+                         f" ms, within {TARGET_MS:g} ms {within}/{len(ms)}; worst five "
+                         + ", ".join(f"{n} {ms[n]:.1f}" for n in worst))
+    return lines
 
 
 if __name__ == "__main__":

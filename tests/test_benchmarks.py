@@ -101,3 +101,16 @@ def test_relative_error_and_formatting():
     assert measure.relative_error([math.nan], [1.0]) == math.inf
     assert report.seconds(2.5e-7) == "250 ns" and report.seconds(1.5) == "1.5 s"
     assert report.ratio(2.0, 1.0) == " (×2)"
+
+
+def test_warm_summary_counts_workloads_within_the_target_by_their_median_process():
+    from benchmarks import warm
+
+    def run(name, cpu, calls):
+        return {"tree": ".", "name": name, "cpu_s": cpu, "calls_cpu_s": calls}
+
+    runs = [run("a@1", 0.010, 0.001), run("a@1", 0.030, 0.001), run("a@1", 0.012, 0.001),
+            run("b@2", 0.025, 0.010), run("b@2", 0.026, 0.010)]
+    cpu, beside = warm.summary(runs)
+    assert "within 20 ms 1/2" in cpu and "worst five b@2 25.5, a@1 12.0" in cpu
+    assert "within 20 ms 2/2" in beside and "b@2 15.5" in beside
