@@ -97,6 +97,21 @@ def weibull(n: int, rng: random.Random) -> Built:
     return _sum(terms), [a, b]
 
 
+def negbin_loglik(n: int, rng: random.Random) -> Built:
+    # Negative binomial counts, one (log r, log mu) pair a group of 3: lgamma of a parameter,
+    # digamma in the gradient (added 2026-12-03, after the families above were tuned on).
+    groups = max(1, n // 3)
+    lr, lm = _syms("log_r", groups), _syms("log_mu", groups)
+    terms = []
+    for j in range(groups):
+        r, mu = F["exp"](lr[j]), F["exp"](lm[j])
+        for _ in range(3):
+            y = rng.randint(0, 9)
+            terms.append(F["lgamma"](y + r) - F["lgamma"](r) + r * (lr[j] - F["log"](r + mu))
+                         + y * (lm[j] - F["log"](r + mu)))
+    return -_sum(terms), [*lr, *lm]
+
+
 def gauss_mixture(n: int, rng: random.Random) -> Built:
     m1, m2, a = symbols("m1 m2 a")
     w = F["sigmoid"](a)
@@ -240,6 +255,15 @@ def pendulum_chain(n: int, rng: random.Random) -> Built:
     return _sum(kinetic) - _sum([_c(rng, 1, 3) * F["cos"](qi) for qi in q]), [*q, *v]
 
 
+def catenary_chain(n: int, rng: random.Random) -> Built:
+    # A hanging chain of n links: stretch energy by cosh of each link's slope, gravity on
+    # each node (added 2026-12-03).
+    u = _syms("u", max(2, n + 1))
+    terms = [_c(rng, 0.5, 2) * F["cosh"](u[i + 1] - u[i]) + _c(rng, 0.1, 0.3) * u[i]
+             for i in range(len(u) - 1)]
+    return _sum(terms), u
+
+
 def nbody(n: int, rng: random.Random) -> Built:
     bodies = max(2, n)
     p, v = _syms("x", 2 * bodies), _syms("v", 2 * bodies)
@@ -333,6 +357,14 @@ def mlp_loss(n: int, rng: random.Random) -> Built:
              for k in range(hidden)]
         loss.append((_sum([a * u for a, u in zip(w2, h)]) + b2 - _c(rng, -1, 1)) ** 2)
     return _sum(loss) / n, [*w1, *b1, *w2, b2]
+
+
+def logcosh_regression(n: int, rng: random.Random) -> Built:
+    # The log-cosh loss of a linear model over unrolled data (added 2026-12-03).
+    w = _syms("w", 4)
+    terms = [F["log"](F["cosh"](_sum([wi * _c(rng, -1, 1) for wi in w[1:]]) + w[0]
+                                - _c(rng, -2, 2))) for _ in range(n)]
+    return _sum(terms), w
 
 
 def softmax_xent(n: int, rng: random.Random) -> Built:
@@ -466,6 +498,7 @@ FAMILIES: dict[str, Family] = {f.name: f for f in [
     Family("student_t", "statistics", student_t, uniform(-1, 1), False),
     Family("weibull", "statistics", weibull, uniform(-0.5, 0.5), True),
     Family("gauss_mixture", "statistics", gauss_mixture, uniform(-1, 1), False),
+    Family("negbin_loglik", "statistics", negbin_loglik, uniform(-0.7, 1.5), False),
     Family("gibbs_mixing", "thermochemistry", gibbs_mixing, uniform(0.1, 2), True),
     Family("cubic_eos", "thermochemistry", cubic_eos, _cubic_box, False),
     Family("arrhenius", "thermochemistry", arrhenius, uniform(0.5, 2), True),
@@ -477,6 +510,7 @@ FAMILIES: dict[str, Family] = {f.name: f for f in [
     Family("fpu_chain", "mechanics", fpu_chain, uniform(-1, 1), True),
     Family("pendulum_chain", "mechanics", pendulum_chain, uniform(-2, 2), False),
     Family("nbody", "mechanics", nbody, _nbody_box, False),
+    Family("catenary_chain", "mechanics", catenary_chain, uniform(-1, 1), False),
     Family("quadratic_form", "quadratic", quadratic_form, uniform(-1, 1), True),
     Family("rational", "rational", rational, uniform(-1, 1), False),
     Family("option_portfolio", "finance", option_portfolio, _option_box, True),
@@ -484,6 +518,7 @@ FAMILIES: dict[str, Family] = {f.name: f for f in [
     Family("yield_curve", "finance", yield_curve, _yield_box, False),
     Family("mlp_loss", "ml", mlp_loss, uniform(-1, 1), True),
     Family("softmax_xent", "ml", softmax_xent, uniform(-1, 1), False),
+    Family("logcosh_regression", "ml", logcosh_regression, uniform(-1, 1), False),
     Family("ginzburg_landau", "pde", ginzburg_landau, uniform(-1, 1), True),
     Family("bratu", "pde", bratu, uniform(-0.5, 0.5), False),
     Family("minimal_surface", "pde", minimal_surface, uniform(-1, 1), False),

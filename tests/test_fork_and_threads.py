@@ -75,7 +75,7 @@ def test_a_forked_child_starts_its_own_batch_workers():
     def child():
         before = len(batching._workers)
         out = np.empty(8)
-        batching.run_batch(lambda X, OUT: OUT.__setitem__(slice(None), 2.0 * X[:, 0]),
+        batching.run_batch(lambda X, OUT: OUT.__setitem__((slice(None), 0), 2.0 * X[:, 0]),
                            np.arange(8.0)[:, None], out[:, None], min_rows=1)
         answers.put((before, out.tolist()))
 

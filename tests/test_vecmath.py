@@ -1,5 +1,6 @@
 """symgraph.backends.numba.vecmath: accuracy against mpmath, NumPy's edge cases, vectorised
-loops, the sin/cos fix-up beyond SIN_COS_LIMIT."""
+loops, the sin/cos fix-up beyond SIN_COS_LIMIT (sinh/cosh: their callers' beyond
+HYPERBOLIC_LIMIT)."""
 
 from __future__ import annotations
 
@@ -131,6 +132,17 @@ def test_vexpm1_within_one_ulp_of_mpmath():
     assert err < 1.0, (err, where)
 
 
+@pytest.mark.parametrize("name,exact", [("vsinh", mpmath.sinh), ("vcosh", mpmath.cosh)])
+def test_vsinh_vcosh_within_one_ulp_of_mpmath_up_to_the_limit(name, exact):
+    rng = np.random.default_rng(RNG_SEED + 9)
+    x = np.concatenate([
+        signed(rng, log_uniform(rng, 1e-300, vm.HYPERBOLIC_LIMIT, 1000)),
+        rng.uniform(-3, 3, 500), signed(rng, rng.uniform(0.3, 0.7, 500)),  # sinh's two pieces
+        signed(rng, rng.uniform(700.0, vm.HYPERBOLIC_LIMIT, 100))])
+    err, where = max_ulp(name, x, exact)
+    assert err <= 0.8, (err, where)
+
+
 def test_vlog1p_within_one_ulp_of_mpmath():
     rng = np.random.default_rng(RNG_SEED + 7)
     x = np.concatenate([
@@ -184,6 +196,18 @@ def test_vsin_vcos_edges(name, ref):
     assert same(apply(name, x), want)
 
 
+@pytest.mark.parametrize("name,ref", [("vsinh", np.sinh), ("vcosh", np.cosh)])
+def test_vsinh_vcosh_edges_within_the_limit(name, ref):
+    x = np.array([0.0, -0.0, 5e-324, -5e-324, 1e-310, 2.2250738585072014e-308, 1e-300, -1e-20,
+                  0.5, -0.5, 0.49999999999999994, vm.HYPERBOLIC_LIMIT, -vm.HYPERBOLIC_LIMIT,
+                  math.nan])
+    want = ref(x)
+    got = apply(name, x)
+    exact = (want == 0.0) | np.isnan(want) | (np.abs(x) < 1e-8)  # zeros, tiny: sinh(x) = x
+    assert same(got[exact], want[exact]), (x[exact], got[exact])
+    assert np.all(np.abs(got[~exact] - want[~exact]) <= np.spacing(np.abs(want[~exact])))
+
+
 # ---- sin/cos beyond the limit: the fix-up contract --------------------------------------------
 
 @pytest.mark.parametrize("array_fn,ref", [(vm.vsin_array, math.sin), (vm.vcos_array, math.cos)])
@@ -207,7 +231,7 @@ def _host_has_avx2() -> bool:
 
 @pytest.mark.skipif(not _host_has_avx2(), reason="needs a CPU with AVX2")
 @pytest.mark.parametrize("name", ["vexp", "vlog", "vsin", "vcos", "vtanh", "verf", "vexpm1",
-                                  "vlog1p"])
+                                  "vlog1p", "vsinh", "vcosh"])
 def test_loop_over_function_compiles_to_packed_double_instructions(name):
     apply(name, np.linspace(0.1, 2.0, 64))
     run = _LOOPS[name]

@@ -261,8 +261,8 @@ _arc("acos", np.arccos, lambda x, out: -1.0 / (1.0 - x * x).call("sqrt"),
      latex=r"\arccos\left({0}\right)", domain=(-0.9, 0.9))
 _arc("atan", np.arctan, lambda x, out: 1.0 / (1.0 + x * x), latex=r"\arctan\left({0}\right)",
      lanes="vatan({0})", finite=True)
-_func("sinh", np.sinh, lambda x, out: x.call("cosh"), sympy_names=("sinh",))
-_func("cosh", np.cosh, lambda x, out: x.call("sinh"), sympy_names=("cosh",))
+_func("sinh", np.sinh, lambda x, out: x.call("cosh"), lanes="vsinh({0})", sympy_names=("sinh",))
+_func("cosh", np.cosh, lambda x, out: x.call("sinh"), lanes="vcosh({0})", sympy_names=("cosh",))
 _func("tanh", np.tanh, lambda x, out: 1.0 - out * out, lanes="vtanh({0})", sympy_names=("tanh",),
       method=True, finite=True)
 _arc("asinh", np.arcsinh, lambda x, out: 1.0 / (x * x + 1.0).call("sqrt"),

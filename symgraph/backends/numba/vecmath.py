@@ -1,5 +1,5 @@
 """Vectorisable float64 elementary functions for Numba loops (exp, log, pow, sin, cos, atan, tanh,
-erf, hypot...).
+erf, hypot, sinh, cosh...).
 
 LLVM cannot vectorise a loop that calls libm, so ``out[j] = math.exp(x[j])`` costs a scalar call
 (~15 ns) per point. The functions here are straight-line arithmetic, comparisons and selects
@@ -374,6 +374,69 @@ def vtanh(x: float) -> float:
     return _where(x == 0.0, x, t)  # keeps -0.0
 
 
+HYPERBOLIC_LIMIT = 708.0  # vsinh/vcosh for |x| <= this (exp(|x|) and 2**-n normal); callers fix up
+
+
+@_jit(error_model="numpy", forceinline=True)
+def _exp_pair(a):
+    """For 0 <= a <= HYPERBOLIC_LIMIT: exp(a) = (e + e_lo) s and exp(-a) = (q + q_lo) / s as
+    double-doubles, s = 2**n (vexp's reduction; 1/s, also returned, is exact): q = 1/e with its
+    residual by one fused multiply-add."""
+    k, r, r_err, g = _exp_reduced(a)
+    s0 = 1.0 + r
+    s_err = (1.0 - s0) + r
+    tail = s_err + (r * r * g + r_err)
+    e = s0 + tail
+    e_lo = (s0 - e) + tail
+    q = 1.0 / e
+    q_lo = q * (_fma(-e, q, 1.0) - e_lo * q)
+    ni = _bits(k) - _ROUNDER_BITS
+    return e, e_lo, q, q_lo, _float((ni + 1023) << 52), _float((1023 - ni) << 52)
+
+
+@_jit(error_model="numpy", forceinline=True)
+def vcosh(x: float) -> float:
+    """cosh(x) = (exp(a) + exp(-a)) / 2, a = |x|, the two double-doubles of `_exp_pair` summed
+    in double-double and rounded once, for |x| <= HYPERBOLIC_LIMIT (beyond, callers fix up with
+    libm: the result there is unspecified). Max error 0.53 ulp (100,000 points vs mpmath)."""
+    a = _where(abs(x) > HYPERBOLIC_LIMIT, 0.0, abs(x))  # nan stays nan
+    e, e_lo, q, q_lo, s, inv = _exp_pair(a)
+    big = e * s
+    small = q * inv
+    hi = big + small  # big >= small
+    lo = ((big - hi) + small) + (e_lo * s + q_lo * inv)
+    return (hi + lo) * 0.5
+
+
+@_jit(error_model="numpy", forceinline=True)
+def vsinh(x: float) -> float:
+    """sinh(x) for |x| <= HYPERBOLIC_LIMIT (beyond, callers fix up with libm), a = |x|: below
+    0.5, (u + u / (1 + u)) / 2 with u = expm1(a) a double-double (`_expm1_kernel`) and the
+    quotient one too (corrected by an exact product): no cancellation; from 0.5,
+    (exp(a) - exp(-a)) / 2 by `_exp_pair` in double-double. Both rounded once. Max error
+    0.53 ulp (100,000 points vs mpmath)."""
+    a = _where(abs(x) > HYPERBOLIC_LIMIT, 0.0, abs(x))  # nan stays nan
+    u_hi, u_lo, s1, s2 = _expm1_kernel(_where(a < 0.5, a, 0.0))
+    u = u_hi * (s1 * s2)  # 2**n, n <= 1: exact
+    u_lo = u_lo * (s1 * s2)
+    d = 1.0 + u  # 1 + u as a double-double
+    d_lo = ((1.0 - d) + u) + u_lo
+    rd = 1.0 / d
+    w = u * rd  # u / (1 + u) = w + w_lo
+    p = w * d
+    w_lo = ((((u - p) - _mul_error(w, d, p)) + u_lo) - w * d_lo) * rd
+    h = u + w  # u >= w
+    near = (h + (((u - h) + w) + (u_lo + w_lo))) * 0.5
+    e, e_lo, q, q_lo, s, inv = _exp_pair(_where(a < 0.5, 0.5, a))
+    big = e * s
+    small = q * inv
+    hi = big - small  # big >= small
+    far = (hi + (((big - hi) - small) + (e_lo * s - q_lo * inv))) * 0.5
+    y = _where(a < 0.5, near, far)
+    y = _where(x < 0.0, -y, y)
+    return _where(x == 0.0, x, y)  # keeps -0.0
+
+
 @_jit(error_model="numpy", forceinline=True)
 def verf(x: float) -> float:
     """erf(x), for a = |x| in four pieces, all computed (lanes select theirs):
@@ -578,6 +641,6 @@ def vcos_array(x, out):
 # cbrt, correctly rounded: the Python backend's function (its source is inlined like the others')
 vcbrt = _jit(error_model="numpy", forceinline=True)(_cbrt)
 
-PUBLIC = ("vcbrt", "vexp", "vlog", "vexpm1", "vtanh", "verf", "vlog1p", "vsin", "vcos", "vsincos",
-          "vpow", "vpowoff", "vpowprev", "vpowprevoff", "vhypot", "vatan", "vatan2", "vatan2off",
-          "vsin_array", "vcos_array")
+PUBLIC = ("vcbrt", "vexp", "vlog", "vexpm1", "vtanh", "vsinh", "vcosh", "verf", "vlog1p", "vsin",
+          "vcos", "vsincos", "vpow", "vpowoff", "vpowprev", "vpowprevoff", "vhypot", "vatan",
+          "vatan2", "vatan2off", "vsin_array", "vcos_array")

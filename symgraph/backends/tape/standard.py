@@ -27,6 +27,7 @@ from symgraph.backends.numba.special import (
     _sf_xlogy,
 )
 from symgraph.backends.numba.vecmath import (
+    HYPERBOLIC_LIMIT,
     SIN_COS_LIMIT,
     _where,
     vatan,
@@ -34,6 +35,7 @@ from symgraph.backends.numba.vecmath import (
     vatan2off,
     vcbrt,
     vcos,
+    vcosh,
     verf,
     vexp,
     vexpm1,
@@ -44,6 +46,7 @@ from symgraph.backends.numba.vecmath import (
     vpowoff,
     vsin,
     vsincos,
+    vsinh,
     vtanh,
 )
 
@@ -67,7 +70,7 @@ ARITIES = (
     1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 1, 1, 1,
     2, 2, 2, 1, 1, 2, 2, 2, 3,
 )
-TABLE = "95565a1a5e9194d59f4c3141"  # the digest of this instruction set
+TABLE = "eadca0f58f685d9e7f3f11d5"  # the digest of this instruction set
 (SUB, NMUL, SINCOS, ADD3, MUL3, MULADD, SUB3, MULSUB, KMUL, KADD, KSUB, KDIV, KMUL3, MUL3K, KMULADD,
  MULSUBK, ADD, MUL, NEG, DIV, POW, LT, LE, GT, GE, EQ, NE, WHERE, SQRT, CBRT, EXP, EXPM1, LOG,
  LOG1P, LOG2, LOG10, SIN, COS, TAN, ASIN, ACOS, ATAN, SINH, COSH, TANH, ASINH, ACOSH, ATANH, ERF,
@@ -233,7 +236,8 @@ def apply(op, a, b, c):  # noqa: C901 - one flat dispatch is the point
 # Ops run as one loop over a whole block of instructions (`_unary`) with vecmath's
 # vectorisable functions: a point's independent calls share SIMD lanes, and across a batch's
 # lanes the loop is the one the vector code needs.
-VECTOR_OPCODES = (EXP, EXPM1, LOG, LOG1P, SIN, COS, ATAN, TANH, ERF, SIGMOID, SOFTPLUS, SINCOS)
+VECTOR_OPCODES = (EXP, EXPM1, LOG, LOG1P, SIN, COS, ATAN, SINH, COSH, TANH, ERF, SIGMOID, SOFTPLUS,
+                  SINCOS)
 MAX_BLOCK = 256  # instructions a vector block gathers at most (its buffer's length)
 SIMD = 8  # doubles per vector register (AVX-512); a multiple of narrower widths
 _IS_VECTOR = np.zeros(len(INSTRUCTION_NAMES), np.bool_)  # a constant array in compiled code
@@ -294,6 +298,34 @@ def _unary(op, src, dst, n):  # noqa: C901 - one flat dispatch is the point
     elif op == ATAN:
         for j in range(n):
             dst[j] = vatan(src[j])
+    elif op == SINH:
+        far = 0
+        for j in range(n):
+            far |= _where(abs(src[j]) <= HYPERBOLIC_LIMIT, 0, 1)
+        if far:  # value by value, so a value's result never depends on its neighbours
+            for j in range(n):
+                x = src[j]
+                if abs(x) <= HYPERBOLIC_LIMIT:
+                    dst[j] = vsinh(x)
+                else:
+                    dst[j] = math.sinh(x)
+        else:
+            for j in range(n):
+                dst[j] = vsinh(src[j])
+    elif op == COSH:
+        far = 0
+        for j in range(n):
+            far |= _where(abs(src[j]) <= HYPERBOLIC_LIMIT, 0, 1)
+        if far:  # value by value, so a value's result never depends on its neighbours
+            for j in range(n):
+                x = src[j]
+                if abs(x) <= HYPERBOLIC_LIMIT:
+                    dst[j] = vcosh(x)
+                else:
+                    dst[j] = math.cosh(x)
+        else:
+            for j in range(n):
+                dst[j] = vcosh(src[j])
     elif op == TANH:
         for j in range(n):
             dst[j] = vtanh(src[j])
@@ -316,10 +348,10 @@ def _unary(op, src, dst, n):  # noqa: C901 - one flat dispatch is the point
 # 9-15, composition@792 9-10 -> 6-8; arithmetic-only tapes unchanged (arrhenius, cubic_eos).
 # Its cost: `symgraph precompile` CPU time 50.7 -> 54.2 s (fresh caches, one after the other,
 # load ~5; the machine unloaded compiles in ~10-18 s).
-LANE_OPCODES = (POW, LT, LE, GT, GE, EQ, NE, WHERE, SQRT, CBRT, LOG2, LOG10, TAN, ASIN, ACOS, SINH,
-                COSH, ASINH, ACOSH, ATANH, ERFC, ABS, SIGN, FLOOR, CEIL, RELU, MIN, MAX, ATAN2,
-                HYPOT, GAMMA, LGAMMA, DIGAMMA, POLYGAMMA, BETA, LBETA, ERFINV, ERFCINV, BESSELJ,
-                BESSELY, XLOGY, POW_PREV)
+LANE_OPCODES = (POW, LT, LE, GT, GE, EQ, NE, WHERE, SQRT, CBRT, LOG2, LOG10, TAN, ASIN, ACOS, ASINH,
+                ACOSH, ATANH, ERFC, ABS, SIGN, FLOOR, CEIL, RELU, MIN, MAX, ATAN2, HYPOT, GAMMA,
+                LGAMMA, DIGAMMA, POLYGAMMA, BETA, LBETA, ERFINV, ERFCINV, BESSELJ, BESSELY, XLOGY,
+                POW_PREV)
 _IS_LANE = np.zeros(len(INSTRUCTION_NAMES), np.bool_)
 _IS_LANE[list(LANE_OPCODES)] = True
 _ARITY = np.array(ARITIES, np.int64)
@@ -414,14 +446,6 @@ def _lanes(op, ra, rb, rc, rt, n):  # noqa: C901 - one flat dispatch is the poin
         for j in range(n):
             a = ra[j]
             rt[j] = math.acos(a)
-    elif op == SINH:
-        for j in range(n):
-            a = ra[j]
-            rt[j] = math.sinh(a)
-    elif op == COSH:
-        for j in range(n):
-            a = ra[j]
-            rt[j] = math.cosh(a)
     elif op == ASINH:
         for j in range(n):
             a = ra[j]
