@@ -1,6 +1,6 @@
 """symgraph.backends.numba.vecmath: accuracy against mpmath, NumPy's edge cases, vectorised
-loops, the sin/cos fix-up beyond SIN_COS_LIMIT (sinh/cosh: their callers' beyond
-HYPERBOLIC_LIMIT)."""
+loops, the sin/cos fix-up beyond SIN_COS_LIMIT (sinh/cosh/asinh: their callers' beyond
+HYPERBOLIC_LIMIT and ASINH_LIMIT)."""
 
 from __future__ import annotations
 
@@ -132,13 +132,15 @@ def test_vexpm1_within_one_ulp_of_mpmath():
     assert err < 1.0, (err, where)
 
 
-@pytest.mark.parametrize("name,exact", [("vsinh", mpmath.sinh), ("vcosh", mpmath.cosh)])
-def test_vsinh_vcosh_within_one_ulp_of_mpmath_up_to_the_limit(name, exact):
+@pytest.mark.parametrize("name,exact,limit", [("vsinh", mpmath.sinh, vm.HYPERBOLIC_LIMIT),
+                                              ("vcosh", mpmath.cosh, vm.HYPERBOLIC_LIMIT),
+                                              ("vasinh", mpmath.asinh, vm.ASINH_LIMIT)])
+def test_vsinh_vcosh_vasinh_within_one_ulp_of_mpmath_up_to_the_limit(name, exact, limit):
     rng = np.random.default_rng(RNG_SEED + 9)
     x = np.concatenate([
-        signed(rng, log_uniform(rng, 1e-300, vm.HYPERBOLIC_LIMIT, 1000)),
-        rng.uniform(-3, 3, 500), signed(rng, rng.uniform(0.3, 0.7, 500)),  # sinh's two pieces
-        signed(rng, rng.uniform(700.0, vm.HYPERBOLIC_LIMIT, 100))])
+        signed(rng, log_uniform(rng, 1e-300, limit, 1000)),
+        rng.uniform(-3, 3, 500), signed(rng, rng.uniform(0.3, 0.7, 500)),  # two pieces meet
+        signed(rng, rng.uniform(0.9 * limit, limit, 100))])
     err, where = max_ulp(name, x, exact)
     assert err <= 0.8, (err, where)
 
@@ -196,11 +198,12 @@ def test_vsin_vcos_edges(name, ref):
     assert same(apply(name, x), want)
 
 
-@pytest.mark.parametrize("name,ref", [("vsinh", np.sinh), ("vcosh", np.cosh)])
-def test_vsinh_vcosh_edges_within_the_limit(name, ref):
+@pytest.mark.parametrize("name,ref,limit", [("vsinh", np.sinh, vm.HYPERBOLIC_LIMIT),
+                                            ("vcosh", np.cosh, vm.HYPERBOLIC_LIMIT),
+                                            ("vasinh", np.arcsinh, vm.ASINH_LIMIT)])
+def test_vsinh_vcosh_vasinh_edges_within_the_limit(name, ref, limit):
     x = np.array([0.0, -0.0, 5e-324, -5e-324, 1e-310, 2.2250738585072014e-308, 1e-300, -1e-20,
-                  0.5, -0.5, 0.49999999999999994, vm.HYPERBOLIC_LIMIT, -vm.HYPERBOLIC_LIMIT,
-                  math.nan])
+                  0.5, -0.5, 0.49999999999999994, limit, -limit, math.nan])
     want = ref(x)
     got = apply(name, x)
     exact = (want == 0.0) | np.isnan(want) | (np.abs(x) < 1e-8)  # zeros, tiny: sinh(x) = x
@@ -231,7 +234,7 @@ def _host_has_avx2() -> bool:
 
 @pytest.mark.skipif(not _host_has_avx2(), reason="needs a CPU with AVX2")
 @pytest.mark.parametrize("name", ["vexp", "vlog", "vsin", "vcos", "vtanh", "verf", "vexpm1",
-                                  "vlog1p", "vsinh", "vcosh"])
+                                  "vlog1p", "vsinh", "vcosh", "vasinh"])
 def test_loop_over_function_compiles_to_packed_double_instructions(name):
     apply(name, np.linspace(0.1, 2.0, 64))
     run = _LOOPS[name]

@@ -266,7 +266,7 @@ _func("cosh", np.cosh, lambda x, out: x.call("sinh"), lanes="vcosh({0})", sympy_
 _func("tanh", np.tanh, lambda x, out: 1.0 - out * out, lanes="vtanh({0})", sympy_names=("tanh",),
       method=True, finite=True)
 _arc("asinh", np.arcsinh, lambda x, out: 1.0 / (x * x + 1.0).call("sqrt"),
-     latex=r"\operatorname{{asinh}}\left({0}\right)", finite=True)
+     latex=r"\operatorname{{asinh}}\left({0}\right)", lanes="vasinh({0})", finite=True)
 _arc("acosh", np.arccosh, lambda x, out: 1.0 / ((x - 1.0).call("sqrt") * (x + 1.0).call("sqrt")),
      latex=r"\operatorname{{acosh}}\left({0}\right)", domain=(1.1, 4.0))
 _arc("atanh", np.arctanh, lambda x, out: 1.0 / (1.0 - x * x),

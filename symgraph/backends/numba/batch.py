@@ -39,15 +39,15 @@ same IEEE operation on the same operands (reordering steps changes nothing; no f
 FMA contraction or reassociation), and a vecmath function, like libm, is within an ulp of the
 true value (the two may round differently). Only the payload or sign of a NaN may differ, which
 IEEE 754 leaves unspecified and which no op can turn into a non-NaN. vsin/vcos are exact only
-for arguments up to vecmath.SIN_COS_LIMIT, vsinh/vcosh up to vecmath.HYPERBOLIC_LIMIT, vpow
-(x**y but small integer powers) only for finite x > 0 and y with |y log x| <=
-vecmath.POW_LIMIT, vatan2 only off zeros and infinities: the lane code sets a point's flag
-``_F[_j]`` where an argument is outside (``abs(argument) > limit``, ``vpowoff(x, y)``;
-vectorised), and a last loop recomputes the flagged points with the row kernel's steps (libm;
-nan arguments give nan either way). So a point's result never
-depends on the other points of its batch. Programs without a vector step, and large ones
-(past LANE_BUDGET: compile time), keep the per-point loop over the row kernel. Big programs
-compile as several small functions (`cut_run`, PART_STEPS), and call their vecmath steps
+for arguments up to vecmath.SIN_COS_LIMIT, vsinh/vcosh up to vecmath.HYPERBOLIC_LIMIT, vasinh
+up to vecmath.ASINH_LIMIT, vpow (x**y but small integer powers) only for finite x > 0 and y
+with |y log x| <= vecmath.POW_LIMIT, vatan2 only off zeros and infinities: the lane code sets
+a point's flag ``_F[_j]`` where an argument is outside (``abs(argument) > limit``,
+``vpowoff(x, y)``; vectorised), and a last loop recomputes the flagged points with the row
+kernel's steps (libm; nan arguments give nan either way). So a point's result never depends on
+the other points of its batch. Programs without a vector step, and large ones (past
+LANE_BUDGET: compile time), keep the per-point loop over the row kernel. Big programs compile
+as several small functions (`cut_run`, PART_STEPS), and call their vecmath steps
 (CALLS_ABOVE), so compile time stays about linear.
 
 Either way the compiled entry point is ``NAME_chunks(_X, _OUT, _claims)``: it claims chunks of
@@ -146,9 +146,11 @@ CALL_WEIGHT = 4
 # point where the step's lane value is not to be trusted, on the step's operands.
 SIN_COS_LIMIT = 5.0e7  # vecmath.SIN_COS_LIMIT (a test checks); vecmath itself imports Numba
 HYPERBOLIC_LIMIT = 708.0  # vecmath.HYPERBOLIC_LIMIT (the same test)
+ASINH_LIMIT = 1.0e150  # vecmath.ASINH_LIMIT (the same test)
 LIMITED = {"vsin": f"abs({{0}}) > {SIN_COS_LIMIT!r}", "vcos": f"abs({{0}}) > {SIN_COS_LIMIT!r}",
            "vsinh": f"abs({{0}}) > {HYPERBOLIC_LIMIT!r}",
            "vcosh": f"abs({{0}}) > {HYPERBOLIC_LIMIT!r}",
+           "vasinh": f"abs({{0}}) > {ASINH_LIMIT!r}",
            "vpow": "vpowoff({0}, {1})", "vatan2": "vatan2off({0}, {1})",
            "vpowprev": "vpowprevoff({2})"}
 

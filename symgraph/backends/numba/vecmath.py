@@ -437,6 +437,42 @@ def vsinh(x: float) -> float:
     return _where(x == 0.0, x, y)  # keeps -0.0
 
 
+ASINH_LIMIT = 1.0e150  # vasinh for |x| <= this (x * x finite); callers fix up beyond
+
+
+@_jit(error_model="numpy", forceinline=True)
+def vasinh(x: float) -> float:
+    """asinh(x) for |x| <= ASINH_LIMIT (beyond, callers fix up with libm), a = |x|: from 0.5,
+    log(a + sqrt(a^2 + 1)); below, log1p(a + a^2 / (1 + sqrt(1 + a^2))) (no cancellation).
+    The argument of the log is a double-double (a^2 exact by a fused multiply-add, the square
+    root and the quotient corrected once each) given to `_log_kernel` as its correction;
+    below 1e-8, a itself. Max error 0.79 ulp (56,000 points vs mpmath)."""
+    a = _where(abs(x) > ASINH_LIMIT, 0.0, abs(x))  # nan stays nan
+    p = a * a
+    p_err = _mul_error(a, a, p)
+    q = p + 1.0  # 1 + a^2 = q + q_lo (TwoSum)
+    v = q - p
+    q_lo = ((1.0 - v) + (p - (q - v))) + p_err
+    s = math.sqrt(q)  # sqrt(q + q_lo) = s + s_lo
+    ss = s * s
+    s_lo = (((q - ss) - _mul_error(s, s, ss)) + q_lo) / (2.0 * s)
+    t = s + a  # s >= a
+    far = _log_kernel(t, (((s - t) + a) + s_lo) / t)
+    d = s + 1.0  # s >= 1: 1 + s = d + d_lo
+    d_lo = ((s - d) + 1.0) + s_lo
+    w = p / d  # a^2 / (1 + s) = w + w_lo
+    wd = w * d
+    w_lo = ((((p - wd) - _mul_error(w, d, wd)) + p_err) - w * d_lo) / d
+    u = a + w  # a >= w
+    u_lo = ((a - u) + w) + w_lo
+    m = 1.0 + u  # 1 >= u
+    near = _log_kernel(m, (((1.0 - m) + u) + u_lo) / m)
+    y = _where(a < 0.5, near, far)
+    y = _where(a < 1e-8, a, y)  # asinh(a) = a - a^3/6: a, correctly rounded (1 + a rounds)
+    y = _where(x < 0.0, -y, y)
+    return _where(x == 0.0, x, y)  # keeps -0.0
+
+
 @_jit(error_model="numpy", forceinline=True)
 def verf(x: float) -> float:
     """erf(x), for a = |x| in four pieces, all computed (lanes select theirs):
@@ -641,6 +677,6 @@ def vcos_array(x, out):
 # cbrt, correctly rounded: the Python backend's function (its source is inlined like the others')
 vcbrt = _jit(error_model="numpy", forceinline=True)(_cbrt)
 
-PUBLIC = ("vcbrt", "vexp", "vlog", "vexpm1", "vtanh", "vsinh", "vcosh", "verf", "vlog1p", "vsin",
-          "vcos", "vsincos", "vpow", "vpowoff", "vpowprev", "vpowprevoff", "vhypot", "vatan",
-          "vatan2", "vatan2off", "vsin_array", "vcos_array")
+PUBLIC = ("vcbrt", "vexp", "vlog", "vexpm1", "vtanh", "vsinh", "vcosh", "vasinh", "verf",
+          "vlog1p", "vsin", "vcos", "vsincos", "vpow", "vpowoff", "vpowprev", "vpowprevoff",
+          "vhypot", "vatan", "vatan2", "vatan2off", "vsin_array", "vcos_array")

@@ -81,13 +81,14 @@ STRUCTURAL = ("add", "mul", "neg", "div")
 
 # vecmath functions exact only for |x| <= their limit (a vecmath constant).
 RANGE_LIMITED = {"vsin": "SIN_COS_LIMIT", "vcos": "SIN_COS_LIMIT",
-                 "vsinh": "HYPERBOLIC_LIMIT", "vcosh": "HYPERBOLIC_LIMIT"}
+                 "vsinh": "HYPERBOLIC_LIMIT", "vcosh": "HYPERBOLIC_LIMIT",
+                 "vasinh": "ASINH_LIMIT"}
 # Two-argument vecmath functions exact only where their vecmath flag is false (as
 # `symgraph.backends.numba.batch.LIMITED`'s): lanes where it is true are recomputed with libm.
 FLAGGED = {"vpow": "vpowoff", "vatan2": "vatan2off"}
 # Names of the generated interpreter module that no op constant may take.
-RESERVED = frozenset({"ARITIES", "FUSED_OPCODES", "HYPERBOLIC_LIMIT", "IMMEDIATE_OPCODES",
-                      "INSTRUCTION_NAMES", "LANE_OPCODES",
+RESERVED = frozenset({"ARITIES", "ASINH_LIMIT", "FUSED_OPCODES", "HYPERBOLIC_LIMIT",
+                      "IMMEDIATE_OPCODES", "INSTRUCTION_NAMES", "LANE_OPCODES",
                       "MAX_BLOCK", "SIMD", "SIN_COS_LIMIT", "TABLE", "VECTOR_OPCODES"})
 _OPERANDS = ("a", "b", "c")
 

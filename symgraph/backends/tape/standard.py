@@ -27,9 +27,11 @@ from symgraph.backends.numba.special import (
     _sf_xlogy,
 )
 from symgraph.backends.numba.vecmath import (
+    ASINH_LIMIT,
     HYPERBOLIC_LIMIT,
     SIN_COS_LIMIT,
     _where,
+    vasinh,
     vatan,
     vatan2,
     vatan2off,
@@ -70,7 +72,7 @@ ARITIES = (
     1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 1, 1, 1,
     2, 2, 2, 1, 1, 2, 2, 2, 3,
 )
-TABLE = "eadca0f58f685d9e7f3f11d5"  # the digest of this instruction set
+TABLE = "59a9c4fcb8c2abe5850838e0"  # the digest of this instruction set
 (SUB, NMUL, SINCOS, ADD3, MUL3, MULADD, SUB3, MULSUB, KMUL, KADD, KSUB, KDIV, KMUL3, MUL3K, KMULADD,
  MULSUBK, ADD, MUL, NEG, DIV, POW, LT, LE, GT, GE, EQ, NE, WHERE, SQRT, CBRT, EXP, EXPM1, LOG,
  LOG1P, LOG2, LOG10, SIN, COS, TAN, ASIN, ACOS, ATAN, SINH, COSH, TANH, ASINH, ACOSH, ATANH, ERF,
@@ -236,8 +238,8 @@ def apply(op, a, b, c):  # noqa: C901 - one flat dispatch is the point
 # Ops run as one loop over a whole block of instructions (`_unary`) with vecmath's
 # vectorisable functions: a point's independent calls share SIMD lanes, and across a batch's
 # lanes the loop is the one the vector code needs.
-VECTOR_OPCODES = (EXP, EXPM1, LOG, LOG1P, SIN, COS, ATAN, SINH, COSH, TANH, ERF, SIGMOID, SOFTPLUS,
-                  SINCOS)
+VECTOR_OPCODES = (EXP, EXPM1, LOG, LOG1P, SIN, COS, ATAN, SINH, COSH, TANH, ASINH, ERF, SIGMOID,
+                  SOFTPLUS, SINCOS)
 MAX_BLOCK = 256  # instructions a vector block gathers at most (its buffer's length)
 SIMD = 8  # doubles per vector register (AVX-512); a multiple of narrower widths
 _IS_VECTOR = np.zeros(len(INSTRUCTION_NAMES), np.bool_)  # a constant array in compiled code
@@ -329,6 +331,20 @@ def _unary(op, src, dst, n):  # noqa: C901 - one flat dispatch is the point
     elif op == TANH:
         for j in range(n):
             dst[j] = vtanh(src[j])
+    elif op == ASINH:
+        far = 0
+        for j in range(n):
+            far |= _where(abs(src[j]) <= ASINH_LIMIT, 0, 1)
+        if far:  # value by value, so a value's result never depends on its neighbours
+            for j in range(n):
+                x = src[j]
+                if abs(x) <= ASINH_LIMIT:
+                    dst[j] = vasinh(x)
+                else:
+                    dst[j] = math.asinh(x)
+        else:
+            for j in range(n):
+                dst[j] = vasinh(src[j])
     elif op == ERF:
         for j in range(n):
             dst[j] = verf(src[j])
@@ -348,10 +364,9 @@ def _unary(op, src, dst, n):  # noqa: C901 - one flat dispatch is the point
 # 9-15, composition@792 9-10 -> 6-8; arithmetic-only tapes unchanged (arrhenius, cubic_eos).
 # Its cost: `symgraph precompile` CPU time 50.7 -> 54.2 s (fresh caches, one after the other,
 # load ~5; the machine unloaded compiles in ~10-18 s).
-LANE_OPCODES = (POW, LT, LE, GT, GE, EQ, NE, WHERE, SQRT, CBRT, LOG2, LOG10, TAN, ASIN, ACOS, ASINH,
-                ACOSH, ATANH, ERFC, ABS, SIGN, FLOOR, CEIL, RELU, MIN, MAX, ATAN2, HYPOT, GAMMA,
-                LGAMMA, DIGAMMA, POLYGAMMA, BETA, LBETA, ERFINV, ERFCINV, BESSELJ, BESSELY, XLOGY,
-                POW_PREV)
+LANE_OPCODES = (POW, LT, LE, GT, GE, EQ, NE, WHERE, SQRT, CBRT, LOG2, LOG10, TAN, ASIN, ACOS, ACOSH,
+                ATANH, ERFC, ABS, SIGN, FLOOR, CEIL, RELU, MIN, MAX, ATAN2, HYPOT, GAMMA, LGAMMA,
+                DIGAMMA, POLYGAMMA, BETA, LBETA, ERFINV, ERFCINV, BESSELJ, BESSELY, XLOGY, POW_PREV)
 _IS_LANE = np.zeros(len(INSTRUCTION_NAMES), np.bool_)
 _IS_LANE[list(LANE_OPCODES)] = True
 _ARITY = np.array(ARITIES, np.int64)
@@ -446,10 +461,6 @@ def _lanes(op, ra, rb, rc, rt, n):  # noqa: C901 - one flat dispatch is the poin
         for j in range(n):
             a = ra[j]
             rt[j] = math.acos(a)
-    elif op == ASINH:
-        for j in range(n):
-            a = ra[j]
-            rt[j] = math.asinh(a)
     elif op == ACOSH:
         for j in range(n):
             a = ra[j]
