@@ -398,7 +398,7 @@ def _exp_pair(a):
 def vcosh(x: float) -> float:
     """cosh(x) = (exp(a) + exp(-a)) / 2, a = |x|, the two double-doubles of `_exp_pair` summed
     in double-double and rounded once, for |x| <= HYPERBOLIC_LIMIT (beyond, callers fix up with
-    libm: the result there is unspecified). Max error 0.53 ulp (100,000 points vs mpmath)."""
+    libm: the result there is unspecified). Max error 0.61 ulp (42,000 points vs mpmath)."""
     a = _where(abs(x) > HYPERBOLIC_LIMIT, 0.0, abs(x))  # nan stays nan
     e, e_lo, q, q_lo, s, inv = _exp_pair(a)
     big = e * s
@@ -414,7 +414,7 @@ def vsinh(x: float) -> float:
     0.5, (u + u / (1 + u)) / 2 with u = expm1(a) a double-double (`_expm1_kernel`) and the
     quotient one too (corrected by an exact product): no cancellation; from 0.5,
     (exp(a) - exp(-a)) / 2 by `_exp_pair` in double-double. Both rounded once. Max error
-    0.53 ulp (100,000 points vs mpmath)."""
+    0.77 ulp (42,000 points vs mpmath, at x = 0.355)."""
     a = _where(abs(x) > HYPERBOLIC_LIMIT, 0.0, abs(x))  # nan stays nan
     u_hi, u_lo, s1, s2 = _expm1_kernel(_where(a < 0.5, a, 0.0))
     u = u_hi * (s1 * s2)  # 2**n, n <= 1: exact
