@@ -376,6 +376,8 @@ def test_ops_with_a_vecmath_form_are_vector_steps_and_sin_cos_limit_is_vecmaths(
                              "cos", "sinh", "cosh", "asinh"}
     assert SIN_COS_LIMIT == vm.SIN_COS_LIMIT and HYPERBOLIC_LIMIT == vm.HYPERBOLIC_LIMIT
     assert ASINH_LIMIT == vm.ASINH_LIMIT
+    from symgraph.backends.tape.opcodes import RANGE_LIMITED  # the tape's names: the same limits
+    assert {f: getattr(vm, name) for f, name in RANGE_LIMITED.items()} == batch_module.RANGE_LIMITS
     expr, args = corpus.black_scholes()
     for p in build_programs([expr], args, args, True, False):
         assert uses_lanes(p) and len(segments(p)) == 1  # no scalar libm segment left

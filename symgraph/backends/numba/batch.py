@@ -147,10 +147,10 @@ CALL_WEIGHT = 4
 SIN_COS_LIMIT = 5.0e7  # vecmath.SIN_COS_LIMIT (a test checks); vecmath itself imports Numba
 HYPERBOLIC_LIMIT = 708.0  # vecmath.HYPERBOLIC_LIMIT (the same test)
 ASINH_LIMIT = 1.0e150  # vecmath.ASINH_LIMIT (the same test)
-LIMITED = {"vsin": f"abs({{0}}) > {SIN_COS_LIMIT!r}", "vcos": f"abs({{0}}) > {SIN_COS_LIMIT!r}",
-           "vsinh": f"abs({{0}}) > {HYPERBOLIC_LIMIT!r}",
-           "vcosh": f"abs({{0}}) > {HYPERBOLIC_LIMIT!r}",
-           "vasinh": f"abs({{0}}) > {ASINH_LIMIT!r}",
+# Exact for |x| <= the limit (the tape's opcodes.RANGE_LIMITED names the same constants).
+RANGE_LIMITS = {"vsin": SIN_COS_LIMIT, "vcos": SIN_COS_LIMIT, "vsinh": HYPERBOLIC_LIMIT,
+                "vcosh": HYPERBOLIC_LIMIT, "vasinh": ASINH_LIMIT}
+LIMITED = {**{f: f"abs({{0}}) > {limit!r}" for f, limit in RANGE_LIMITS.items()},
            "vpow": "vpowoff({0}, {1})", "vatan2": "vatan2off({0}, {1})",
            "vpowprev": "vpowprevoff({2})"}
 
