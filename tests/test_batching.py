@@ -108,10 +108,10 @@ def test_cheap_kernels_need_more_rows_before_a_second_thread_pays():
 def _chunked(kind: str) -> tuple:
     """(chunks kernel, batch kernel, inputs) of a lane kernel or a per-point loop."""
     x, y = sg.symbols("x y")
-    # a program without a vector step (lgamma, its derivative digamma: scalar) keeps the
+    # a program without a vector step (polygamma, its derivative polygamma: scalar) keeps the
     # per-point loop
     fn = (sg.compile(*corpus.linear_mse(10)) if kind == "lanes"
-          else sg.compile(sg.lgamma(x), [x, y]))
+          else sg.compile(sg.polygamma(1, x), [x, y]))
     assert ("_lanes(" in fn.source) == (kind == "lanes")
     X = np.random.default_rng(5).uniform(-2.0, 2.0, size=(20_003, 2))
     return fn.module.value_grad_chunks, fn.module.value_grad_batch, X

@@ -426,9 +426,10 @@ def test_each_vecmath_step_is_within_an_ulp_of_the_row_kernel(op, use_kernel):
         name = vecmath_calls(code)[0]
         ours = np.array([getattr(vm, name)(*v) for v in X])
         assert_same_bits(lanes[:, 0], ours)
-    if single and len(args) >= 2 and limited:  # pow, atan2, pow_prev: libm's bits (the row
-        name = vecmath_calls(code)[0]  # kernel's) where the flag is set, elsewhere vecmath's
-        flag = getattr(vm, name + "off")  # of the operands it takes: (x, y), or pow_prev's (p)
+    flagged = limited and LIMITED[vecmath_calls(code)[0]].startswith("v")  # vpowoff(...)
+    if single and flagged:  # pow, atan2, pow_prev, lgamma, digamma: the row kernel's bits
+        name = vecmath_calls(code)[0]  # (libm's, special's) where the flag (on the operands
+        flag = getattr(vm, LIMITED[name].split("(")[0])  # it takes) is set, else vecmath's
         off = np.array([flag(*v[len(args) - flag.py_func.__code__.co_argcount:]) for v in X])
         assert 0 < off.sum() < off.size
         assert_same_bits(lanes[off, 0], rows[off, 0])

@@ -94,11 +94,13 @@ def results():
             "numba batch": numba_fn(POINTS), "numpy": numpy}
 
 
-# Ops whose numbers build on math.gamma / math.lgamma: CPython's own algorithm in the Python
-# backend, libm's in Numba's kernels, so one point differs in the last bits (and more where
-# lgamma's cancellation near its zeros, or beta's exp of a sum, magnifies that). Both backends
-# give the same special values; each one's accuracy against mpmath is tests/test_special.py's.
-GAMMA_BASED = {"gamma", "lgamma", "beta", "lbeta", "polygamma"}
+# Ops whose numbers build on math.gamma / math.lgamma (CPython's own algorithm in the Python
+# backend, libm's in Numba's kernels) or on lgamma / digamma of a positive x (vecmath_gamma's
+# in Numba's kernels, the same algorithm in Dekker's products in the Python backend, within an
+# ulp): one point differs in the last bits (and more where beta's exp of a sum magnifies
+# that). Both backends give the same special values; each one's accuracy against mpmath is
+# tests/test_special.py's.
+GAMMA_BASED = {"gamma", "lgamma", "digamma", "beta", "lbeta", "polygamma"}
 
 
 def _report(name: str, points: np.ndarray, a: np.ndarray, b: np.ndarray) -> str:

@@ -48,9 +48,12 @@ def _erfcinv_reference(z):
 # (function, reference, argument samplers, documented bound in ulps): docs/functions.md.
 CASES = {
     "gamma": (special.gamma, mpmath.gamma, [uniform(0.01, 170.0)], 1),
-    "lgamma": (special.lgamma, mpmath.loggamma, [log_uniform(1e-3, 1e5)], 2),
+    "lgamma": (special.lgamma, mpmath.loggamma, [log_uniform(1e-3, 1e5)], 1),
+    "lgamma_wide": (special.lgamma, mpmath.loggamma, [log_uniform(1e-300, 2.5e305)], 1),
     "lgamma_zeros": (special.lgamma, mpmath.loggamma, [uniform(0.5, 2.5)], 1),
-    "digamma": (special.digamma, mpmath.digamma, [log_uniform(1e-6, 1e6)], 2),
+    "digamma": (special.digamma, mpmath.digamma, [log_uniform(1e-6, 1e6)], 1),
+    "digamma_root": (special.digamma, mpmath.digamma, [uniform(1.3, 1.6)], 1),
+    "digamma_wide": (special.digamma, mpmath.digamma, [log_uniform(1e-300, 1e300)], 1),
     "polygamma1": (lambda x: special.polygamma(1.0, x), lambda x: mpmath.polygamma(1, x),
                    [log_uniform(1e-3, 1e4)], 1),
     "polygamma2": (lambda x: special.polygamma(2.0, x), lambda x: mpmath.polygamma(2, x),

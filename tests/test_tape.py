@@ -74,7 +74,7 @@ VECTOR_CODES = {code for code, vector in enumerate(STANDARD.vector.tolist()) if 
 VECTOR_OPS = {STANDARD.names[code] for code in VECTOR_CODES}
 
 
-VECMATH = frozenset(name for name in vars(vecmath) if not name.startswith("__"))
+VECMATH = vecmath.NAMES
 # Two-operand ops the lanes run with vecmath (vpow, vatan2, vhypot), one point with libm.
 _SET = instruction_set(OPS, VECMATH)
 LANE_VECMATH_OPS = {name for name, form in _SET.lanes.items()

@@ -26,7 +26,7 @@ from symgraph.ir.node import apply
 from symgraph.ir.ops import OPS, OpSpec
 from symgraph.lower.schedule import NAME, Operand, Program, Step
 
-VECMATH = frozenset(name for name in vars(vecmath) if not name.startswith("__"))
+VECMATH = vecmath.NAMES
 
 
 def _spec(name: str, nb: str, py: str, np_: str, lanes: str | None = None, **extra) -> OpSpec:

@@ -403,9 +403,10 @@ _special("gamma", 1, lambda a, out: (out * a[0].call("digamma"),), r"\Gamma\left
          ((0.2, 4.0),), sympy_names=("gamma",), np_ns=28_000.0)
 _special("lgamma", 1, lambda a, out: (a[0].call("digamma"),),
          r"\ln\Gamma\left({0}\right)", ((0.2, 6.0),), sympy_names=("loggamma",),
-         spellings=("lgamma", "loggamma", "gammaln"), np_ns=25_000.0)
+         spellings=("lgamma", "loggamma", "gammaln"), np_ns=25_000.0, lanes="vlgamma({0})")
 _special("digamma", 1, lambda a, out: (apply_polygamma(1.0, a[0]),), r"\psi\left({0}\right)",
-         ((0.2, 6.0),), sympy_names=("digamma",), spellings=("digamma", "psi"), np_ns=4_000.0)
+         ((0.2, 6.0),), sympy_names=("digamma",), spellings=("digamma", "psi"), np_ns=4_000.0,
+         lanes="vdigamma({0})")
 _special("polygamma", 2, lambda a, out: (None, (a[0] + 1.0).call("polygamma", a[1])),
          r"\psi^{{({0})}}\left({1}\right)", ((0.0, 3.0), (0.2, 6.0)),
          sympy_names=("polygamma",), integer_arguments=(0,), np_ns=220_000.0)

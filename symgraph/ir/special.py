@@ -7,12 +7,15 @@ The scalar functions use only ``math``, float arithmetic and loops, so
 backend computes the same numbers. Methods (errors measured against mpmath, tests/test_special.py
 and docs/functions.md):
 
-* gamma (x > 0), lgamma (0 < x < 90), beta, lbeta: in double-double (`.special_gamma`): the
-  recurrence to [1, 2) and a Taylor series about 1.5; lgamma = log(gamma) there (relative
-  accuracy at its zeros 1 and 2); beta the gamma ratio corrected for the rounding of a + b.
-  Elsewhere ``math.gamma`` / ``math.lgamma``, poles and overflow as SciPy.
-* digamma: Taylor series about 1, about its positive root and about 2 (coefficients from
-  mpmath), the recurrence down to them below 10, the asymptotic series above.
+* gamma (x > 0), beta, lbeta: in double-double (`.special_gamma`): the recurrence to [1, 2)
+  and a Taylor series about 1.5; beta the gamma ratio corrected for the rounding of a + b.
+* lgamma (x > 0, `.special_lgamma`): the vector lgamma's algorithm, one step of the recurrence
+  to [1, 2) and (t - 1)(t - 2) R(t) there (relative accuracy at the zeros 1 and 2), Stirling
+  from 3 on, in double-double. Elsewhere ``math.gamma`` / ``math.lgamma``, poles and overflow
+  as SciPy.
+* digamma (x > 0, `.special_lgamma`): the vector digamma's algorithm, one step of the
+  recurrence to [1, 2), (t - x0) Q(t) there (relative accuracy at the root x0), the asymptotic
+  series from 3 on, in double-double; the reflection below 0.
 * polygamma(n, x), n >= 1: the recurrence up to x >= 15 + n, then the asymptotic series (all
   terms of one sign: no cancellation); in double-double for n <= 20 and x > 0.
 * erfinv, erfcinv (`.special_erf`): Giles' approximation, then Halley steps on erf (or erfc).
@@ -36,49 +39,13 @@ from .special_gamma import (
     dd_log,
     dd_mul,
     gamma_dd,
-    lgamma_near_zeros,
     polygamma_positive,
 )
+from .special_lgamma import digamma_positive, lgamma_positive
 
 INF, NAN = math.inf, math.nan
 EULER = 0.5772156649015329
-ROOT_HI, ROOT_LO = 1.4616321449683622, 9.549995429965697e-17  # digamma's positive root
 GAMMA_OVERFLOW = 171.624376956302  # gamma(x) is inf above
-LGAMMA_DD = 90.0  # lgamma below is log(gamma) in double-double (gamma below 2**500: no scale)
-
-# Taylor coefficients of digamma, highest order first (Horner): about 1, its root, 2.
-_AT_1 = (
-    -1.0000000004656628, 1.0000000009313275, -1.0000000018626598, 1.000000003725334,
-    -1.0000000074507118, 1.0000000149015549, -1.0000000298035034, 1.000000059608189,
-    -1.000000119219926, 1.0000002384505027, -1.0000004769329869, 1.0000009539620338,
-    -1.0000019082127165, 1.000003817293265, -1.0000076371976379, 1.0000152822594086,
-    -1.000030588236307, 1.0000612481350588, -1.0001227133475785, 1.000246086553308,
-    -1.0004941886041194, 1.000994575127818, -1.0020083928260821, 1.0040773561979444,
-    -1.008349277381923, 1.0173430619844492, -1.03692775514337, 1.0823232337111381,
-    -1.2020569031595942, 1.6449340668482264, -0.5772156649015329)
-_AT_ROOT = (
-    -7.569179582195066e-05, 0.0001106337276874741, -0.00016170622091974803,
-    0.00023635601564027053, -0.0003454680251063077, 0.000504953265834602,
-    -0.0007380709389960052, 0.0010788252019162967, -0.0015769367714301972,
-    0.002305126326734928, -0.003369801655439328, 0.004926781395729853, -0.007204534386356869,
-    0.010538791616612175, -0.01542476590494896, 0.022597648232218104, -0.03316112647484736,
-    0.04880428816414311, -0.07219956125645471, 0.10782405069126237, -0.16394270544240652,
-    0.258499760955651, -0.4427631689835921, 0.9676722454476212)
-_AT_2 = (
-    -4.769329867878064e-07, 9.539620338727962e-07, -1.908212716553939e-06,
-    3.81729326499984e-06, -7.637197637899763e-06, 1.528225940865187e-05,
-    -3.058823630702049e-05, 6.124813505870483e-05, -0.00012271334757848915,
-    0.0002460865533080483, -0.0004941886041194645, 0.0009945751278180853,
-    -0.0020083928260822143, 0.00407735619794434, -0.008349277381922827, 0.01734306198444914,
-    -0.03692775514336993, 0.08232323371113819, -0.2020569031595943, 0.6449340668482264,
-    0.42278433509846713)
-
-def _horner(coefficients, h):
-    total = 0.0
-    for c in coefficients:
-        total = total * h + c
-    return total
-
 
 def _is_pole(x):
     return x <= 0.0 and x == _floor(x)
@@ -120,20 +87,11 @@ def lgamma(x):
         return -INF
     if _is_pole(x) or x > LGAMMA_OVERFLOW:  # CPython raises past it; libm gives inf
         return INF
-    if 0.75 <= x < 1.25 or 1.5 <= x < 2.5:
-        return lgamma_near_zeros(x)
-    if 0.0 < x < LGAMMA_DD:  # log of gamma in double-double: relative accuracy near 1 and 2
-        hi, lo, _ = gamma_dd(x)
-        return dd_log(hi, lo)
+    if 0.0 < x < 2.2250738585072014e-308:  # as SciPy's (the true value is finite)
+        return INF
+    if x > 0.0:  # the vector lgamma's algorithm (vecmath_gamma): the same numbers
+        return lgamma_positive(x)
     return math.lgamma(x)
-
-
-def _digamma_positive_core(z):
-    # z in [1.25, 2.25): no further recursion (Numba compiles no recursive cycle here)
-    if z < 1.75:
-        h = (z - ROOT_HI) - ROOT_LO
-        return _horner(_AT_ROOT, h) * h
-    return _horner(_AT_2, z - 2.0)
 
 
 def digamma(x):
@@ -151,35 +109,10 @@ def digamma(x):
         # x's distance to the nearest integer, exactly: tan of it keeps its accuracy near the
         # poles (tan(pi x) itself loses pi x's rounding)
         fraction = x - _floor(x + 0.5)
-        return _digamma_reflected(1.0 - x) - math.pi / math.tan(math.pi * fraction)
-    if x < 0.75:  # no cancellation: psi(x + 1) < 0.21 and 1/x > 1.33
-        return _digamma_reflected(x + 1.0) - 1.0 / x
-    return _digamma_reflected(x)
-
-
-def _digamma_reflected(x):
-    # x >= 0.75 (digamma's callers shift below it): the cases without recursion
-    if x >= 10.0:
-        inverse2 = 1.0 / (x * x)
-        series = 0.0
-        power = inverse2
-        for k in range(1, 10):
-            series += BERNOULLI[k - 1] / (2.0 * k) * power
-            power *= inverse2
-        return math.log(x) - 0.5 / x - series
-    if x < 1.25:
-        return _horner(_AT_1, x - 1.0)
-    if x < 2.25:
-        return _digamma_positive_core(x)
-    z = x
-    m = 0
-    while z >= 2.25:
-        z -= 1.0
-        m += 1
-    total = 0.0
-    for j in range(m, 0, -1):
-        total += 1.0 / (z + (j - 1))
-    return _digamma_positive_core(z) + total
+        return digamma_positive(1.0 - x) - math.pi / math.tan(math.pi * fraction)
+    if x < 2.2250738585072014e-308:  # subnormal: -1/x overflows, as SciPy's
+        return -1.0 / x
+    return digamma_positive(x)
 
 
 def polygamma(n, x):

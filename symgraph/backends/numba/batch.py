@@ -152,7 +152,8 @@ RANGE_LIMITS = {"vsin": SIN_COS_LIMIT, "vcos": SIN_COS_LIMIT, "vsinh": HYPERBOLI
                 "vcosh": HYPERBOLIC_LIMIT, "vasinh": ASINH_LIMIT}
 LIMITED = {**{f: f"abs({{0}}) > {limit!r}" for f, limit in RANGE_LIMITS.items()},
            "vpow": "vpowoff({0}, {1})", "vatan2": "vatan2off({0}, {1})",
-           "vpowprev": "vpowprevoff({2})"}
+           "vpowprev": "vpowprevoff({2})", "vlgamma": "vgammaoff({0})",
+           "vdigamma": "vgammaoff({0})"}
 
 I1, I2 = INDENT, INDENT * 2
 

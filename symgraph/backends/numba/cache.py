@@ -172,9 +172,10 @@ def runtime_files() -> list[Path]:
     inlines, and the special functions the op table's templates call (compiled into it)."""
     here = Path(__file__).resolve().parent
     return sorted((here / "runtime").glob("*.py")) + [
-        here / "vecmath.py", here / "special.py"] + [
+        here / "vecmath.py", here / "vecmath_log.py", here / "vecmath_gamma.py",
+        here / "special.py"] + [
         here.parent.parent / "ir" / f"{name}.py" for name in (
-            "special", "special_bessel", "special_erf", "special_gamma")]
+            "special", "special_bessel", "special_erf", "special_gamma", "special_lgamma")]
 
 
 @functools.cache

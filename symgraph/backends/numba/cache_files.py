@@ -141,10 +141,12 @@ def checked(dispatchers: Iterable[Any]) -> None:
             continue
 
 
-def cached_on_first_compile(dispatcher: Any) -> Any:
+def cached_on_first_compile(dispatcher: Any, depends: Any = None) -> Any:
     """`dispatcher` (defined without ``cache=True``), given Numba's cache, checked, when it
     first compiles (a call, or a jitted caller typing it): it then loads from its cache files
-    as a ``cache=True`` one would, or compiles and saves them. Returns `dispatcher`."""
+    as a ``cache=True`` one would, or compiles and saves them. `depends()`, if given, is a
+    digest of the other files its machine code holds (the functions it calls, linked in):
+    it joins the source's stamp, so an edit there compiles it again. Returns `dispatcher`."""
     def compile_cached(sig: Any) -> Any:
         from numba.core.compiler_lock import global_compiler_lock
 
@@ -154,6 +156,9 @@ def cached_on_first_compile(dispatcher: Any) -> Any:
                     place_cache()  # (somewhere to cache, or a temporary folder, as at import)
                     dispatcher.enable_caching()
                     checked((dispatcher,))
+                    if depends is not None:
+                        cache_file = dispatcher._cache._cache_file
+                        cache_file._source_stamp = (cache_file._source_stamp, depends())
                 except Exception:  # noqa: BLE001 - nowhere to cache: compiled, not cached
                     pass
             return dispatcher.compile(sig)

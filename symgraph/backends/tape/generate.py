@@ -145,11 +145,11 @@ _FLAGGED = """\
 _LIMITED = """\
         far = 0
         for j in range(n):
-            far |= _where(abs(src[j]) <= {limit}, 0, 1)
+            far |= _where({exact_at_src}, 0, 1)
         if far:  # value by value, so a value's result never depends on its neighbours
             for j in range(n):
                 x = src[j]
-                if abs(x) <= {limit}:
+                if {exact_at_x}:
                     dst[j] = {near}
                 else:
                     dst[j] = {far}
@@ -191,8 +191,7 @@ def _imports(instructions: InstructionSet, vecmath_names: Iterable[str]) -> str:
         used |= calls(scalar, available)
     for form in instructions.vector.values():
         used |= calls(form.loop, available)
-        if form.limit:
-            used.add(form.limit)
+        used |= {name for name in (form.limit, form.flag) if name}
     for lane in instructions.lanes.values():
         used |= calls(lane.loop, available) | calls(lane.flag or "", available)
     # ruff's isort order: constants, classes, then functions.
@@ -232,10 +231,12 @@ def _unary(instructions: InstructionSet) -> str:
     lines = []
     for k, (name, form) in enumerate(instructions.vector.items()):
         lines.append(f"    {'elif' if k else 'if'} op == {name.upper()}:")
-        if form.limit is None:
+        if form.limit is None and form.flag is None:
             lines += ["        for j in range(n):", f"            dst[j] = {form.loop}"]
         else:
-            lines += _LIMITED.format(limit=form.limit, near=form.near, far=form.far,
+            exact = ("abs({0}) <= " + form.limit if form.limit else f"not {form.flag}({{0}})")
+            lines += _LIMITED.format(exact_at_src=exact.format("src[j]"), near=form.near,
+                                     exact_at_x=exact.format("x"), far=form.far,
                                      loop=form.loop).splitlines()
     if not instructions.vector:
         lines.append("    pass  # no vector op but sincos")
@@ -371,7 +372,7 @@ def standard_source() -> str:
     from ...ir.ops import OPS
     from ..numba import vecmath
 
-    names = frozenset(name for name in vars(vecmath) if not name.startswith("__"))
+    names = vecmath.NAMES
     return interpreter_source(instruction_set(OPS, names), names)
 
 

@@ -58,7 +58,7 @@ from ..numba.cache import dispatchers_of, drop_if_changed
 from ..numba.cache_files import checked, folders_checked_once, place_cache
 from .opcodes import InstructionSet, instruction_set
 
-VECMATH_NAMES = frozenset(name for name in vars(vecmath) if not name.startswith("__"))
+VECMATH_NAMES = vecmath.NAMES
 ENTRY_POINTS = ("run", "run_row", "run_lanes", "run_batch", "run_points")  # cache=True ones
 
 
@@ -165,7 +165,8 @@ def _inlined_files() -> list[Path]:
     the special functions the op table's templates call (compiled into it as well)."""
     from ...ir import special
 
-    files, todo = [], [Path(vecmath.__file__), Path(vecmath.__file__).with_name("special.py"),
+    here = Path(vecmath.__file__)  # (vecmath_gamma: imported on first use, not at the top)
+    files, todo = [], [here, here.with_name("vecmath_gamma.py"), here.with_name("special.py"),
                        Path(special.__file__)]
     while todo:
         path = todo.pop()

@@ -83,9 +83,11 @@ STRUCTURAL = ("add", "mul", "neg", "div")
 RANGE_LIMITED = {"vsin": "SIN_COS_LIMIT", "vcos": "SIN_COS_LIMIT",
                  "vsinh": "HYPERBOLIC_LIMIT", "vcosh": "HYPERBOLIC_LIMIT",
                  "vasinh": "ASINH_LIMIT"}
-# Two-argument vecmath functions exact only where their vecmath flag is false (as
-# `symgraph.backends.numba.batch.LIMITED`'s): lanes where it is true are recomputed with libm.
-FLAGGED = {"vpow": "vpowoff", "vatan2": "vatan2off"}
+# vecmath functions exact only where their vecmath flag is false (as
+# `symgraph.backends.numba.batch.LIMITED`'s): lanes where it is true are recomputed with the
+# op's `nb` template (libm, or symgraph's scalar special function).
+FLAGGED = {"vpow": "vpowoff", "vatan2": "vatan2off", "vlgamma": "vgammaoff",
+           "vdigamma": "vgammaoff"}
 # Names of the generated interpreter module that no op constant may take.
 RESERVED = frozenset({"ARITIES", "ASINH_LIMIT", "FUSED_OPCODES", "HYPERBOLIC_LIMIT",
                       "IMMEDIATE_OPCODES", "INSTRUCTION_NAMES", "LANE_OPCODES",
@@ -95,14 +97,15 @@ _OPERANDS = ("a", "b", "c")
 
 class VectorForm:
     """How `_unary` computes a vector op: `loop`, its lane template on ``src[j]``; for one
-    using a range-limited function, that function's `limit` (a vecmath constant), and on ``x``
-    the lane template (`near`) and the op's libm template beyond the limit (`far`)."""
+    using a range-limited function, that function's `limit` (a vecmath constant), or for a
+    flagged one its `flag` (a vecmath function, true where a value is beyond the range), and
+    on ``x`` the lane template (`near`) and the op's `nb` template beyond the range (`far`)."""
 
-    __slots__ = ("far", "limit", "loop", "near")
+    __slots__ = ("far", "flag", "limit", "loop", "near")
 
     def __init__(self, loop: str, limit: str | None = None, near: str | None = None,
-                 far: str | None = None) -> None:
-        self.loop, self.limit, self.near, self.far = loop, limit, near, far
+                 far: str | None = None, flag: str | None = None) -> None:
+        self.loop, self.limit, self.near, self.far, self.flag = loop, limit, near, far, flag
 
 
 class LaneForm:
@@ -144,7 +147,8 @@ class InstructionSet:
         module records it (`TABLE`), so the shipped one is known without rendering a source."""
         import hashlib
 
-        forms = [(name, f.loop, f.limit, f.near, f.far) for name, f in self.vector.items()]
+        forms = [(name, f.loop, f.limit, f.near, f.far) + ((f.flag,) if f.flag else ())
+                 for name, f in self.vector.items()]
         lanes = [(name, f.loop, f.flag, f.far) for name, f in self.lanes.items()]
         text = repr((self.names, self.arities, self.scalar, forms)
                     + ((self.preludes,) if self.preludes else ()) + (lanes,))
@@ -178,12 +182,15 @@ def _vector_form(spec: Any, vecmath_names: frozenset[str]) -> VectorForm | None:
     if not called:
         return None  # no vecmath function: nothing to gain over the scalar loop
     loop = spec.render("lanes", ["src[j]"])
-    limited = sorted(called & set(RANGE_LIMITED))
+    limited = sorted(called & set(RANGE_LIMITED)) + sorted(called & set(FLAGGED))
     if not limited:
         return VectorForm(loop)
     if len(limited) > 1 or near != f"{limited[0]}(x)":
         return None  # a limited function of a computed value: no cheap range check
-    return VectorForm(loop, RANGE_LIMITED[limited[0]], near, spec.render("nb", ["x"]))
+    far = spec.render("nb", ["x"])
+    if limited[0] in FLAGGED:
+        return VectorForm(loop, near=near, far=far, flag=FLAGGED[limited[0]])
+    return VectorForm(loop, RANGE_LIMITED[limited[0]], near, far)
 
 
 def _lane_form(spec: Any, arity: int, template: str, vecmath_names: frozenset[str]

@@ -192,12 +192,16 @@ def compile_steps(context, builder, pointer, impls, env=None, packs=()):
         value, ty = evaluate(node, env)
         return context.cast(builder, value, ty, types.boolean)
 
+    def _global(name, env):  # in the inlined function's module; in lane code, vecmath's
+        return env[""][name] if "" in env else getattr(vecmath, name)
+
     def inline(function, operands):
         """The value (a list for a tuple) of a vecmath function: assignments, then a return."""
         if function not in impls:
             impls[function] = ast.parse(inspect.getsource(function.py_func)).body[0]
         tree = impls[function]
         env = dict(zip([a.arg for a in tree.args.args], operands))
+        env[""] = function.py_func.__globals__  # its module's names (not an identifier: no clash)
         for statement in tree.body:
             if isinstance(statement, ast.Return):
                 if isinstance(statement.value, ast.Tuple):
@@ -208,8 +212,8 @@ def compile_steps(context, builder, pointer, impls, env=None, packs=()):
         raise NotImplementedError(f"{function} returns nothing")
 
     def evaluate(node, env):
-        if isinstance(node, ast.Name):  # a value, else a module constant (vecmath's)
-            return env[node.id] if node.id in env else constant(getattr(vecmath, node.id))
+        if isinstance(node, ast.Name):  # a value, else a constant of the function's module
+            return env[node.id] if node.id in env else constant(_global(node.id, env))
         if isinstance(node, ast.Constant):
             return constant(node.value)
         if isinstance(node, ast.Attribute) and node.value.id == "math":  # math.inf, math.nan
@@ -255,7 +259,10 @@ def compile_steps(context, builder, pointer, impls, env=None, packs=()):
             compiled = external(f.id)  # a special or user function: called, not inlined
             if compiled is not None:
                 return call(compiled, operands)
-            return inline(getattr(vecmath, f.id), operands)
+            return inline(_global(f.id, env), operands)
+        if (isinstance(node, ast.Subscript) and "" in env and isinstance(node.value, ast.Name)
+                and isinstance(env[""].get(node.value.id), tuple)):  # an inlined function's
+            return constant(env[""][node.value.id][node.slice.value])  # table (its module's)
         if isinstance(node, ast.Subscript):
             dtype, ptr = pointer(node)
             return context.unpack_value(builder, dtype, ptr), dtype

@@ -1,0 +1,86 @@
+"""vecmath's logarithm kernels (`_log_kernel`, `_log_dd`) and the constants its exp shares,
+in a module of their own so that `vecmath_gamma` uses them without importing vecmath (which
+imports vecmath_gamma on first use). The rules are vecmath's (see its docstring)."""
+
+from __future__ import annotations
+
+import math
+
+from .deferred import jit as _jit
+from .runtime.bits import _bits, _float, _fma, _mul_error, _where
+
+# Adding 1.5 * 2**52 rounds |y| < 2**51 to an integer held in the low bits of the sum: avoids
+# float<->int64 conversions, which AVX2 lacks as vector instructions.
+_ROUNDER = 6755399441055744.0
+_ROUNDER_BITS = 0x4338000000000000
+_LN2_HI = 0.6931471805598903  # ln 2 to 42 bits: n * _LN2_HI is exact for |n| < 2**11
+_LN2_LO = 5.497923018708371e-14  # ln 2 - _LN2_HI
+
+
+_SQRT_HALF_BITS = 0x3FE6A09E667F3BCD
+
+
+@_jit(error_model="numpy", forceinline=True)
+def _log_reduce(x):
+    """(dk, f) with x = 2**dk (1 + f), 1 + f in [sqrt(1/2), sqrt(2)): log's argument reduction
+    (subnormals scaled by 2**52 first), shared by `_log_kernel` and `_log_dd`."""
+    sub = x < 2.2250738585072014e-308
+    xs = _where(sub, x * 4503599627370496.0, x)
+    ix = _bits(xs)
+    e = (ix - _SQRT_HALF_BITS) >> 52
+    m = _float(ix - (e << 52))
+    dk = _float(e + _ROUNDER_BITS) - _ROUNDER  # float(e) without a conversion instruction
+    return _where(sub, dk - 52.0, dk), m - 1.0
+
+
+@_jit(error_model="numpy", forceinline=True)
+def _log_series(z):
+    """z R(z), fdlibm's degree-7 remainder of log m = 2 atanh(s) in z = s**2."""
+    r = 0.14616451042434167
+    r = _fma(r, z, 0.15331721490738642)
+    r = _fma(r, z, 0.18182889128565508)
+    r = _fma(r, z, 0.22222211134749734)
+    r = _fma(r, z, 0.28571428625975764)
+    r = _fma(r, z, 0.39999999999899505)
+    r = _fma(r, z, 0.666666666666667)
+    return r * z
+
+
+@_jit(error_model="numpy", forceinline=True)
+def _log_kernel(x, corr):
+    """log(x) + corr for a tiny correction `corr` (added before the final rounding). x = 2**e m,
+    m in [sqrt(1/2), sqrt(2)); with f = m - 1 and s = f/(2+f),
+    log m = 2 atanh(s) = f - f^2/2 + s (f^2/2 + R(s^2)), R of degree 7 (fdlibm's scheme)."""
+    dk, f = _log_reduce(x)
+    s = f / (2.0 + f)
+    z = s * s
+    r = _log_series(z)
+    hfsq = 0.5 * f * f
+    y = dk * _LN2_HI - ((hfsq - (s * (hfsq + r) + (dk * _LN2_LO + corr))) - f)
+    y = _where(x < math.inf, y, x)  # inf, nan
+    y = _where(x == 0.0, -math.inf, y)
+    return _where(x < 0.0, math.nan, y)
+
+
+@_jit(error_model="numpy", forceinline=True)
+def _log_dd(x):
+    """log(x) = hi + lo for finite x > 0, to ~2**-59 relative: `_log_kernel`'s reduction, with
+    s = f/(2+f) as a double-double (an exact product, `_mul_error`) and log m = 2s + s R(s^2)
+    added to dk ln2 in double-double."""
+    dk, f = _log_reduce(x)
+    d = 2.0 + f
+    d_lo = (2.0 - d) + f  # exact: 2 + f = d + d_lo
+    s = f / d
+    p = s * d
+    p_err = _mul_error(s, d, p)  # s d = p + p_err exactly
+    s_lo = (((f - p) - p_err) - s * d_lo) / d  # f / (d + d_lo) = s + s_lo
+    z = s * s
+    r = _log_series(z)
+    a = dk * _LN2_HI  # exact
+    b = 2.0 * s
+    hi = a + b
+    v = hi - a
+    err = (a - (hi - v)) + (b - v)  # TwoSum
+    lo = err + ((s * r + 2.0 * s_lo) + dk * _LN2_LO)
+    y = hi + lo
+    return y, (hi - y) + lo
