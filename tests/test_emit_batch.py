@@ -339,16 +339,16 @@ def explicit_fmas(p) -> int:
     it inlines (every call counted: each is inlined)."""
     calls = re.compile(r"\b(_?v?[a-z][a-z0-9_]*)\(")
 
-    def fmas(name: str) -> int:
-        function = getattr(vm, name, None)
+    def fmas(name: str, names: dict) -> int:  # `names`: the caller's module's (as lowered)
+        function = names.get(name)
         if not hasattr(function, "py_func"):
             return int(name in ("_mul_error", "_fma"))
         source = inspect.getsource(function.py_func)
         body = source[source.index("\n", source.index("def ")):].split('"""')[-1]
-        return sum(map(fmas, calls.findall(body)))
+        return sum(fmas(called, function.py_func.__globals__) for called in calls.findall(body))
 
-    return sum(fmas(name) for name in calls.findall("\n".join(lane_kernel_lines(p)))
-               if hasattr(vm, name))
+    return sum(fmas(name, {name: getattr(vm, name)})
+               for name in calls.findall("\n".join(lane_kernel_lines(p))) if hasattr(vm, name))
 
 
 @pytest.mark.parametrize("built", [corpus.rosenbrock(10), corpus.linear_mse(6)],
