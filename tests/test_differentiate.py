@@ -182,6 +182,27 @@ def test_the_exponents_derivative_of_x_to_the_y_reuses_the_expressions_log_of_x(
 
 
 @pytest.mark.parametrize("backend", ["python", "numba"])
+def test_log_cosh_differentiates_to_tanh_finite_where_cosh_overflows(backend):
+    # d/dv log(cosh(v)) = sinh(v)/cosh(v) is one tanh (ad/quotients.py): no sinh, no division,
+    # and +-1 past |v| = 710, where inf / inf was nan; a term without the quotient keeps sinh.
+    import sympy
+
+    w, x = sg.symbols("w x")
+    f = sg.log(sg.cosh(w * x - 1.0)) + 0.5 * sg.log(sg.cosh(2.0 * w - x)) + sg.cosh(w)
+    ops = [s.op for s in build_programs([f], [w, x], [w, x], True, False)[1].steps]
+    assert ops.count("tanh") == 2 and ops.count("sinh") == 1 and ops.count("div") == 0
+    fn = sg.compile(f, [w, x], backend=backend)
+    sw, sx = sympy.symbols("w x", real=True)
+    sf = (sympy.log(sympy.cosh(sw * sx - 1)) + sympy.log(sympy.cosh(2 * sw - sx)) / 2
+          + sympy.cosh(sw))
+    for point in [(0.3, 1.7), (-1.2, 0.4), (2.5, -3.0)]:
+        want = [float(sympy.diff(sf, v).subs({sw: point[0], sx: point[1]})) for v in (sw, sx)]
+        np.testing.assert_allclose(fn.grad(*point), want, rtol=1e-14)
+    grad = fn.grad(1.0, 800.0)  # cosh(799) and cosh(-798) overflow; cosh(1) does not
+    np.testing.assert_allclose(grad, [800.0 - 1.0 + math.sinh(1.0), 1.0 + 0.5], rtol=1e-15)
+
+
+@pytest.mark.parametrize("backend", ["python", "numba"])
 def test_quotient_chains_through_exp_and_log_cancel_and_stay_right_where_the_quotient_overflows(
         backend):
     # Weibull's terms (k-1) log(d/lam) - (d/lam)**k, lam = exp(b): the gradient divides by

@@ -10,7 +10,8 @@ by one, and chains through exp and log multiply by a value they have just divide
 * a divisor of several quotients: each term ``(g * -out) / b`` and the node's terms over one
   divisor summed first, then divided once (`summed`);
 * ``(s / x) * x`` through exp (whose partial is its own value) is s; ``q * (g * c / q)`` (log's
-  partial) is ``g * c`` and ``q * pow_prev(q, y, p)`` is p in a quotient's denominator term.
+  partial) is ``g * c`` and ``q * pow_prev(q, y, p)`` is p in a quotient's denominator term;
+* ``(s / cosh(v)) * sinh(v)`` (log(cosh(v))'s chain) is ``s * tanh(v)``.
 
 Each rewrite keeps the derivative within an ulp or two of the plain products where those are
 finite, and is finite at more points (x = 0 or inf, where a product of 0 and inf was nan).
@@ -33,12 +34,37 @@ def product(node: Node, adjoint: Node, partial: Node) -> Node:
     nan anyway) is s."""
     if partial is node and adjoint.op == "div" and adjoint.args[1] is node:
         return adjoint.args[0]
+    if node.op == "cosh" and partial.op == "sinh" and partial.args[0] is node.args[0]:
+        through = _over_cosh(node, adjoint)
+        if through is not None:
+            return through
     if partial.op == "div" and _of_output(partial.args[0], node):  # a quotient's -out / b
         numerator = _times_output(adjoint, node)
         if partial.args[0] is not node:
             numerator = apply("neg", numerator)
         return apply("div", numerator, partial.args[1])
     return combine("mul", (adjoint, partial))
+
+
+def _over_cosh(node: Node, adjoint: Node) -> Node | None:
+    """``adjoint * sinh(v)`` for node = cosh(v), its terms over cosh(v) (log's partial:
+    ``s / cosh(v)``, ``g * (c / cosh(v))``) times tanh(v) instead: d/dv log(cosh(v)) is one
+    tanh, not a sinh and a division, and stays finite (+-1) where cosh overflows (|v| > 710:
+    inf / inf before). None if no term has that divisor. VALIDATE: logcosh_regression,
+    catenary_chain (held out)."""
+    v = node.args[0]
+    terms = adjoint.args if adjoint.op == "add" else (adjoint,)
+    parts, tanh = [], None
+    for t in terms:
+        kept = t.args[0] if t.op == "div" and t.args[1] is node else _without(t, node)
+        if kept is None:
+            parts.append(combine("mul", (t, v.call("sinh"))))
+        else:
+            tanh = tanh or v.call("tanh")
+            parts.append(combine("mul", (kept, tanh)))
+    if tanh is None:
+        return None
+    return parts[0] if len(parts) == 1 else combine("add", parts)
 
 
 def shared_divisors(order: list[Node]) -> set[Node]:
