@@ -112,6 +112,56 @@ def negbin_loglik(n: int, rng: random.Random) -> Built:
     return -_sum(terms), [*lr, *lm]
 
 
+def gamma_groups(n: int, rng: random.Random) -> Built:
+    # Gamma likelihoods of groups of 3 observations, each group its own (log shape, log rate):
+    # lgamma of a parameter, digamma in the gradient (added 2026-12-03 with the vector lgamma,
+    # never tuned on, as the three below).
+    groups = max(1, n // 3)
+    la, lb = _syms("log_a", groups), _syms("log_b", groups)
+    terms = []
+    for j in range(groups):
+        a, b = F["exp"](la[j]), F["exp"](lb[j])
+        for _ in range(3):
+            y = _c(rng, 0.2, 6)
+            terms.append(F["lgamma"](a) - a * lb[j] - (a - 1) * math.log(y) + b * y)
+    return _sum(terms), [*la, *lb]
+
+
+def student_t_dof(n: int, rng: random.Random) -> Built:
+    # Student-t with its degrees of freedom a parameter (nu = exp(log_nu)).
+    mu, ls, lnu = symbols("mu log_s log_nu")
+    s, nu = F["exp"](ls), F["exp"](lnu)
+    return _sum([F["lgamma"](nu / 2) - F["lgamma"]((nu + 1) / 2) + 0.5 * F["log"](nu) + ls
+                 + (nu + 1) / 2 * F["log"](1 + ((_c(rng, -3, 3) - mu) / s) ** 2 / nu)
+                 for _ in range(n)]), [mu, ls, lnu]
+
+
+def dirichlet_multinomial(n: int, rng: random.Random) -> Built:
+    # Counts of 4 categories, concentrations exp(log_alpha_i): lgamma of parameter sums.
+    la = _syms("log_alpha", 4)
+    alpha = [F["exp"](v) for v in la]
+    total = _sum(alpha)
+    terms = []
+    for _ in range(max(1, n // 4)):
+        counts = [rng.randint(0, 6) for _ in range(4)]
+        terms.append(F["lgamma"](total + sum(counts)) - F["lgamma"](total) + _sum(
+            [F["lgamma"](a) - F["lgamma"](a + c) for a, c in zip(alpha, counts)]))
+    return _sum(terms), la
+
+
+def beta_binomial(n: int, rng: random.Random) -> Built:
+    # k successes of m trials, a beta(a, b) prior on the rate (a, b = exp(log_a), exp(log_b)).
+    la, lb = symbols("log_a log_b")
+    a, b = F["exp"](la), F["exp"](lb)
+    terms = []
+    for _ in range(n):
+        m = rng.randint(5, 20)
+        k = rng.randint(0, m)
+        terms.append(F["lgamma"](m + a + b) + F["lgamma"](a) + F["lgamma"](b)
+                     - F["lgamma"](a + b) - F["lgamma"](k + a) - F["lgamma"](m - k + b))
+    return _sum(terms), [la, lb]
+
+
 def gauss_mixture(n: int, rng: random.Random) -> Built:
     m1, m2, a = symbols("m1 m2 a")
     w = F["sigmoid"](a)
@@ -499,6 +549,11 @@ FAMILIES: dict[str, Family] = {f.name: f for f in [
     Family("weibull", "statistics", weibull, uniform(-0.5, 0.5), True),
     Family("gauss_mixture", "statistics", gauss_mixture, uniform(-1, 1), False),
     Family("negbin_loglik", "statistics", negbin_loglik, uniform(-0.7, 1.5), False),
+    Family("gamma_groups", "statistics", gamma_groups, uniform(-1, 2), False),
+    Family("student_t_dof", "statistics", student_t_dof, uniform(-0.5, 1.5), False),
+    Family("dirichlet_multinomial", "statistics", dirichlet_multinomial, uniform(-1, 1.5),
+           False),
+    Family("beta_binomial", "statistics", beta_binomial, uniform(-1, 2), False),
     Family("gibbs_mixing", "thermochemistry", gibbs_mixing, uniform(0.1, 2), True),
     Family("cubic_eos", "thermochemistry", cubic_eos, _cubic_box, False),
     Family("arrhenius", "thermochemistry", arrhenius, uniform(0.5, 2), True),
