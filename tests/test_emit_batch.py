@@ -334,6 +334,26 @@ def test_interleaved_half_blocks_give_the_bits_of_one_loop(use_kernel):
         assert_same_bits(got, want)
 
 
+def test_a_long_serial_chain_runs_interleaved_halves_and_a_wide_sum_of_its_cost_does_not():
+    # Past INTERLEAVE_COST a segment is latency bound only as one serial chain (its critical
+    # path SERIAL_SHARE of its cost or more): 24 nested steps, against 8 chains of 3.
+    x, y = sg.symbols("x y")
+
+    def chains(width: int, depth: int):
+        outs = []
+        for c in range(width):
+            u = x + 0.1 * c
+            for k in range(depth):
+                u = y * (sg.sin(u) if k % 2 else sg.erf(u)) + x * (0.5 + 0.01 * k)
+            outs.append(u)
+        return apply("add", *outs)
+
+    for width, depth, halves in ((1, 24, True), (8, 3, False)):
+        program = build_programs([chains(width, depth)], [x, y], [x, y], True, False)[1]
+        assert program.cost > batch_module.INTERLEAVE_COST
+        assert ("interleave=(" in "\n".join(lane_kernel_lines(program))) == halves, width
+
+
 def explicit_fmas(p) -> int:
     """`_mul_error` and `_fma` calls the lane code of `p` makes through the vecmath functions
     it inlines (every call counted: each is inlined)."""

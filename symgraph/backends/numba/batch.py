@@ -128,6 +128,7 @@ MIN_BLOCK = 16
 PART_STEPS = 300
 PARTS_ABOVE = 1200  # lines of loops a kernel keeps in one function (as all did before)
 INTERLEAVE_COST = 150  # vector segments up to this cost with a vecmath call: `latency_bound`
+SERIAL_SHARE = 0.3  # or whose critical path is this share of their cost (one serial chain)
 # Past CALLS_ABOVE units of inline weight, a lane kernel's vecmath steps are each a loop of
 # their own over the block, slots in and out, that calls a function compiled once per kernel
 # for all its steps of one shape (runtime.lanes' `calls`): LLVM then optimises vexp's body
@@ -222,10 +223,27 @@ def latency_bound(p: Program, run: list[Step]) -> bool:
     gauss_loglik@1 1.30 -> 1.15, logistic_regression@1 4.5 -> 4.2; arithmetic-only segments
     lost (fpu_chain@1 0.87 -> 1.06, lennard_jones@1, coulomb@2, huber_regression@1), and so
     did big ones (cost over ~500: weibull@14 44 -> 49, arrhenius@31 34 -> 42; register
-    pressure), hence the vecmath call and INTERLEAVE_COST."""
-    if replace(p, steps=tuple(run)).cost > INTERLEAVE_COST:
+    pressure), hence the vecmath call and INTERLEAVE_COST. A bigger segment is still latency
+    bound when it is one serial chain: its critical path at least SERIAL_SHARE of its cost.
+
+    SERIAL_SHARE fitted on synthetic chains (w independent chains of sin/cos/erf/exp(-u^2)
+    steps, cost ~600; value+gradient, one core): critical path / cost 0.57-0.59 (w = 1) two
+    halves 83 -> 59 and 37 -> 28 ns a point, 0.31 (w = 2) 72 -> 58, 0.22 and 0.12 (w = 3, 8)
+    even (70 -> 70, 48 -> 50). No FIT family's segment above INTERLEAVE_COST reaches it (their
+    whole programs: at most 0.17). VALIDATE: composition@26 (cost 463, 0.75) 79 -> 46 ns."""
+    if not any(map(vecmath_step, run)):
         return False
-    return any(map(vecmath_step, run))
+    cost = replace(p, steps=tuple(run)).cost
+    return cost <= INTERLEAVE_COST or _critical_path(p, run) >= SERIAL_SHARE * cost
+
+
+def _critical_path(p: Program, run: list[Step]) -> int:
+    """The costliest chain of dependent steps in `run` (each weighed as `Program.cost`)."""
+    ends: dict[str, int] = {}
+    for s in run:
+        ends[s.target] = replace(p, steps=(s,)).cost + max(
+            (ends.get(name, 0) for name in map(_value, s.operands) if name), default=0)
+    return max(ends.values(), default=0)
 
 
 def _slots(p: Program, runs: list[list[Step]], direct_inputs: bool = False,
