@@ -96,15 +96,33 @@ def _log_dd(x):
 def _leading_terms(table, low, e):
     """table's polynomial at e as hi + lo: the orders from 2 by Horner in doubles, the two
     leading steps in double-double (exact products), table[0] + low the constant term."""
-    tail = 0.0
-    for i in range(len(table) - 1, 1, -1):
-        tail = tail * e + table[i]
+    tail = _series(table[2:], e)
     p, p_err = two_prod(e, tail)
     c, c_err = two_sum(table[1], p)
     m, m_err = two_prod(e, c)
     m_err += e * (c_err + p_err)
     hi, err = two_sum(table[0], m)
     return hi, err + (m_err + low)
+
+
+def _reduce(x):
+    """(t, t_lo, sign, arg) for 0 < x < 3: the one step of the recurrence to t in [1, 2)
+    (below 1: x + 1 = t + t_lo exactly, the step's sign -1 and its argument x; from 2: t =
+    x - 1, sign +1, argument t; in [1, 2): no step, sign 0)."""
+    if x < 1.0:
+        t = x + 1.0
+        return t, x - (t - 1.0), -1.0, x
+    if x < 2.0:
+        return x, 0.0, 0.0, 1.0
+    return x - 1.0, 0.0, 1.0, x - 1.0
+
+
+def _series(table, z):
+    """sum table[i] z**i (Horner)."""
+    total = 0.0
+    for i in range(len(table) - 1, -1, -1):
+        total = total * z + table[i]
+    return total
 
 
 def lgamma_positive(x):
@@ -119,19 +137,9 @@ def lgamma_positive(x):
         f, f_err = two_sum(p * _UP, STIRLING_C_HI)
         u = 1.0 / x
         z = u * u
-        w = 0.0
-        for i in range(len(STIRLING_W) - 1, -1, -1):
-            w = w * z + STIRLING_W[i]
+        w = _series(STIRLING_W, z)
         return f + (f_err + (p_err + (HALF_LOG_2PI_LO + u * w)))
-    t_lo, sign, arg = 0.0, 0.0, 1.0
-    if x < 1.0:
-        t = x + 1.0
-        t_lo, sign, arg = x - (t - 1.0), -1.0, x  # x + 1 = t + t_lo
-    elif x < 2.0:
-        t = x
-    else:
-        t = x - 1.0
-        sign, arg = 1.0, t
+    t, t_lo, sign, arg = _reduce(x)
     r, r_lo = _leading_terms(LGAMMA_R, LGAMMA_R0_LO, t - 1.5)
     a, b = t - 1.0, t - 2.0
     ab, ab_lo = two_prod(a, b)
@@ -162,19 +170,9 @@ def digamma_positive(x):
         h = 0.5 * r
         f = lh - h  # lh >= h
         z = r * r
-        v = 0.0
-        for i in range(len(DIGAMMA_V) - 1, -1, -1):
-            v = v * z + DIGAMMA_V[i]
+        v = _series(DIGAMMA_V, z)
         return f + (((lh - f) - h) + (ll - (0.5 * r_lo + z * v)))
-    t_lo, sign, arg = 0.0, 0.0, 1.0
-    if x < 1.0:
-        t = x + 1.0
-        t_lo, sign, arg = x - (t - 1.0), -1.0, x  # x + 1 = t + t_lo
-    elif x < 2.0:
-        t = x
-    else:
-        t = x - 1.0
-        sign, arg = 1.0, t
+    t, t_lo, sign, arg = _reduce(x)
     q, q_lo = _leading_terms(DIGAMMA_Q, DIGAMMA_Q0_LO, t - 1.5)
     d = t - ROOT_HI  # exact
     g, g_lo = two_prod(d, q)
