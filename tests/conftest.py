@@ -29,7 +29,8 @@ NUMBA_PARAMS = {"backend": {"numba", "lanes"}, "strategy": {"straight", "tape"}}
 NUMBA_FIXTURES = {"use_kernel", "first_run", "client", "example_outputs", "faulted", "full_disk"}
 # Files of the Numba backend's own tests: nearly every test there compiles or runs Numba code.
 NUMBA_FILES = {"test_batching.py", "test_emit_batch.py", "test_numba_cache.py", "test_tape.py",
-               "test_warm_process.py", "test_tape_passes.py", "test_vecmath.py", "test_dask.py"}
+               "test_warm_process.py", "test_tape_passes.py", "test_vecmath.py", "test_dask.py",
+               "test_vecmath_gamma.py"}
 # A test whose name mentions Numba or its lane kernels runs them ("..._with_numba_kernel_...",
 # "numbas_own_compile", "..._rows_and_lanes"); so does every test of a file named for Numba.
 NUMBA_WORDS = ("numba", "lane")
