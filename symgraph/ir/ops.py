@@ -304,8 +304,10 @@ _func("relu", lambda x: np.maximum(x, 0.0), lambda x, out: x.call("gt", 0.0), co
       latex=r"\operatorname{{relu}}\left({0}\right)", sympy=lambda sp, x: sp.Max(0, x),
       smooth=False, vectorises=True, method=True, finite=True)
 _func("sigmoid", lambda x: 1.0 / (1.0 + np.exp(-x)), lambda x, out: out * (1.0 - out),
-      py="1.0 / (1.0 + math.exp(-{0}))", np_="1.0 / (1.0 + np.exp(-{0}))",
-      lanes="1.0 / (1.0 + vexp(-{0}))",
+      # exp(-|x|) once (Numba: LLVM merges the two calls, and with softplus's own): no overflow
+      py="(max(math.exp(-abs({0})), 1.0 if {0} >= 0.0 else 0.0) / (1.0 + math.exp(-abs({0}))))",
+      np_="1.0 / (1.0 + np.exp(-{0}))",
+      lanes="vsigmoid({0})",
       latex=r"\sigma\left({0}\right)", sympy=lambda sp, x: 1 / (1 + sp.exp(-x)),
       spellings=("sigmoid", "expit"), method=True, finite=True)
 _func("softplus", lambda x: np.maximum(x, 0.0) + np.log1p(np.exp(-np.abs(x))),

@@ -281,6 +281,17 @@ def _constants_fold(op: str, nodes: list[Node]) -> bool:
         n.op != op or (len(n.args) == 2 and any(a.op == "const" for a in n.args)) for n in nodes)
 
 
+def _cancels(op: str, c: Node, t: Node) -> bool:
+    # c with t's own coefficient makes the identity (mul: or -1): t's other operands alone are
+    # the result, as cheap as c * t and often a node already made (0.5 * (2*u*v): the u*v of
+    # a square's derivative is the squared node itself).
+    k = next((x for x in t.args if x.op == "const"), None)
+    if k is None:
+        return False
+    joined = float(c.value) * float(k.value) if op == "mul" else float(c.value) + float(k.value)
+    return joined in ((1.0, -1.0) if op == "mul" else (0.0,))
+
+
 def combine(op: str, operands: Sequence) -> Node:
     """``add``/``mul`` over exactly `operands`, without flattening nested sums or products.
 
@@ -302,6 +313,8 @@ def combine(op: str, operands: Sequence) -> Node:
             c, t = (a, b) if a.op == "const" else (b, a)
             if len(t.args) == 2 and (t.args[0].op == "const" or t.args[1].op == "const"):
                 return apply(op, a, b)  # `_constants_fold`: c1 * (c2 * u) is (c1*c2) * u
+            if _cancels(op, c, t):  # 0.5 * (2*u*v) is u*v: no coefficient left to apply
+                return apply(op, a, b)
             if c.value == (0.0 if op == "add" else 1.0):
                 return t
             if op == "mul" and c.value == -1.0:
