@@ -60,6 +60,19 @@ def test_derivatives_reuse_the_forward_nodes():
     assert any(n is t for n in topological_order([dt]))  # tanh' = 1 - tanh**2 reuses it
 
 
+def test_coefficients_that_cancel_leave_the_adjoints_bare():
+    # 0.5*u**2 -> 0.5*(2*u)*u' is u*u', and (-0.5*a)*(2*b) is -(a*b): the halves of squares
+    # (energies, losses, log-likelihoods) cost no multiplications in their gradients
+    u = sg.exp(-y) * (1.5 - x)
+    dfdx, dfdy = sg.grad(0.5 * u**2 + 0.5 * (2.0 - z) ** 2, [x, y])
+    (dfdz,) = sg.grad(-0.5 * (1.2 - z) ** 2 + sg.log(x), [z])
+    assert dfdz is 1.2 - z  # the forward node itself
+    constants = {n.value for n in topological_order([dfdx, dfdy]) if n.op == "const"}
+    assert not constants & {0.5, 2.0, -0.5, -2.0}, constants
+    point = {x: 0.7, y: 0.3, z: 0.4}
+    assert math.isclose(float(sg.evaluate(dfdx, point)), -math.exp(-0.6) * 0.8)
+
+
 def test_gradient_of_the_seed_polynomial_is_2x_plus_2():
     (g,) = sg.grad(x**2 + 2 * x + 1, [x])
     assert g is 2 * x + 2

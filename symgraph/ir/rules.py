@@ -281,6 +281,10 @@ def _constants_fold(op: str, nodes: list[Node]) -> bool:
         n.op != op or (len(n.args) == 2 and any(a.op == "const" for a in n.args)) for n in nodes)
 
 
+def _coefficient(t: Node) -> Node | None:
+    return next((x for x in t.args if x.op == "const"), None)
+
+
 def _cancels(op: str, c: Node, t: Node) -> bool:
     # c with t's own coefficient makes the identity (mul: or -1): t's other operands alone are
     # the result, as cheap as c * t and often a node already made (0.5 * (2*u*v): the u*v of
@@ -308,6 +312,9 @@ def combine(op: str, operands: Sequence) -> Node:
                     return _op_node(op, _in_order(a, b, _MUL_RANK))  # case, inlined
                 return _made(op, (a, b))
             if a.op != "const" and b.op != "const":  # kept whole, in canonical order
+                k = _coefficient(a) if op == "mul" and a.op == b.op == "mul" else None
+                if k is not None and _cancels(op, k, b):
+                    return apply(op, a, b)  # (-0.5*u) * (2*v) is -(u*v)
                 return _op_node(op, _in_order(a, b, _ADD_RANK if op == "add" else _MUL_RANK))
             # a constant and a nested sum (product) t: the steps below for two operands
             c, t = (a, b) if a.op == "const" else (b, a)
