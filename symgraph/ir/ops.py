@@ -304,7 +304,7 @@ _func("relu", lambda x: np.maximum(x, 0.0), lambda x, out: x.call("gt", 0.0), co
       latex=r"\operatorname{{relu}}\left({0}\right)", sympy=lambda sp, x: sp.Max(0, x),
       smooth=False, vectorises=True, method=True, finite=True)
 _func("sigmoid", lambda x: 1.0 / (1.0 + np.exp(-x)), lambda x, out: out * (1.0 - out),
-      # exp(-|x|) once (Numba: LLVM merges the two calls, and with softplus's own): no overflow
+      # exp(-|x|): no overflow; in Numba rows LLVM merges its two calls (and softplus's)
       py="(max(math.exp(-abs({0})), 1.0 if {0} >= 0.0 else 0.0) / (1.0 + math.exp(-abs({0}))))",
       np_="1.0 / (1.0 + np.exp(-{0}))",
       lanes="vsigmoid({0})",

@@ -289,7 +289,7 @@ def _cancels(op: str, c: Node, t: Node) -> bool:
     # c with t's own coefficient makes the identity (mul: or -1): t's other operands alone are
     # the result, as cheap as c * t and often a node already made (0.5 * (2*u*v): the u*v of
     # a square's derivative is the squared node itself).
-    k = next((x for x in t.args if x.op == "const"), None)
+    k = _coefficient(t)
     if k is None:
         return False
     joined = float(c.value) * float(k.value) if op == "mul" else float(c.value) + float(k.value)
