@@ -14,8 +14,9 @@ Nothing is made at import: ``_sf_lgamma`` (an attribute read, a ``from ... impor
 compiles (a warm process, which links the kernels' machine code from Numba's cache, made all
 60 of them before: ~10 ms of CPU on a Zen 3 for a module that calls lgamma). Each is
 compiled lazily, on a kernel's first call, and cached on disk like the kernels, with the cache
-set up on each function's first compile (`cache_files.cached_on_first_compile`): a process that only loads machine code they are
-linked into (a warm tape process) never compiles them, nor pays that set-up (1.3-1.8 ms).
+set up on each function's first compile (`cache_files.cached_on_first_compile`): a process
+that only loads machine code they are linked into (a warm tape process) never compiles them,
+nor pays that set-up (1.3-1.8 ms).
 A warm process whose kernels call none of them never imports this module (2.2 ms of CPU).
 Each cache entry also keys on `cache.runtime_digest` (every file of the special functions
 and vecmath): a function's machine code holds the ones it calls from other files, which
