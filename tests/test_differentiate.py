@@ -236,3 +236,48 @@ def test_quotient_chains_through_exp_and_log_cancel_and_stay_right_where_the_quo
     assert math.isclose(fn.grad(1.5, 0.3)[1], d_db(1.5, 0.3), rel_tol=1e-14)
     assert fn.grad(1.5, 800.0)[1] == -1.5 and fn.grad(0.5, 800.0)[1] == 1.5
     assert fn.grad(1.5, -800.0)[1] == math.inf
+
+
+@pytest.mark.parametrize("backend", ["python", "numba"])
+def test_a_charge_over_a_square_root_costs_one_division_in_its_gradient_and_keeps_its_edges(
+        backend):
+    # c / sqrt(u): the quotient's -f / r and sqrt's 0.5 / r meet as (-0.5 f) / (r * r)
+    # (ad/quotients.py): two divisions in value and gradient, not three; SymPy's gradient
+    # where u > 0, and the plain rules' inf, -0.0 and nan at u = 0, inf and below 0.
+    import sympy
+
+    x, y = sg.symbols("x y")
+    f = -0.42804 / sg.sqrt((x - y) ** 2 + 0.01) + 2.0 / sg.sqrt(x)
+    ops = [s.op for s in build_programs([f], [x, y], [x, y], True, False)[1].steps]
+    assert ops.count("div") == 4 and ops.count("sqrt") == 2
+    fn = sg.compile(f, [x, y], backend=backend)
+    sx, sy = sympy.symbols("x y", positive=True)
+    sf = -0.42804 / sympy.sqrt((sx - sy) ** 2 + 0.01) + 2 / sympy.sqrt(sx)
+    for point in [(0.3, 1.7), (2.0, 0.4), (1e-6, 3.0), (1e100, 1.0)]:
+        want = [float(sympy.diff(sf, v).subs({sx: point[0], sy: point[1]})) for v in (sx, sy)]
+        np.testing.assert_allclose(fn.grad(*point), want, rtol=2e-15)
+    edge = sg.compile(2.0 / sg.sqrt(x), [x], backend=backend)  # d/dx = -x**-1.5
+    assert edge.grad(0.0)[0] == -math.inf
+    assert edge.grad(math.inf)[0] == 0.0
+    assert math.isnan(edge.grad(-1.0)[0])
+
+
+@pytest.mark.parametrize("backend", ["python", "numba"])
+def test_hypot_and_atan2_partials_share_one_division_of_their_adjoint(backend):
+    # a / q and b / q (hypot's, atan2's) times one adjoint: (adjoint / q) * a and * b, one
+    # division (ad/quotients.py); SymPy's gradient, and hypot's subgradient 0 at the origin.
+    import sympy
+
+    x, y = sg.symbols("x y")
+    for f, sf in [(sg.hypot(x, y), lambda a, b: sympy.sqrt(a**2 + b**2)),
+                  (sg.atan2(y, x), lambda a, b: sympy.atan2(b, a))]:
+        ops = [s.op for s in build_programs([f], [x, y], [x, y], True, False)[1].steps]
+        assert ops.count("div") == 1, (f, ops)
+        fn = sg.compile(f, [x, y], backend=backend)
+        sx, sy = sympy.symbols("x y", positive=True)
+        for point in [(0.3, 1.7), (2.0, 0.4), (3e-5, 2e-5)]:
+            want = [float(sympy.diff(sf(sx, sy), v).subs({sx: point[0], sy: point[1]}))
+                    for v in (sx, sy)]
+            np.testing.assert_allclose(fn.grad(*point), want, rtol=2e-15)
+    assert sg.compile(sg.hypot(x, y), [x, y], backend=backend).grad(0.0, 0.0).tolist() == [
+        0.0, 0.0]

@@ -11,7 +11,11 @@ by one, and chains through exp and log multiply by a value they have just divide
   divisor summed first, then divided once (`summed`);
 * ``(s / x) * x`` through exp (whose partial is its own value) is s; ``q * (g * c / q)`` (log's
   partial) is ``g * c`` and ``q * pow_prev(q, y, p)`` is p in a quotient's denominator term;
-* ``(s / cosh(v)) * sinh(v)`` (log(cosh(v))'s chain) is ``s * tanh(v)``.
+* ``(s / cosh(v)) * sinh(v)`` (log(cosh(v))'s chain) is ``s * tanh(v)``;
+* ``(s / q) * (c / q)``, a constant over q (sqrt's ``0.5 / out``) times an adjoint over the
+  same q, is ``(s * c) / (q * q)``: ``c / sqrt(u)``'s gradient divides once, not twice;
+* a fresh partial ``a / q`` (hypot's ``x / h``, ``y / h``; atan2's two over ``x*x + y*y``)
+  is ``(adjoint / q) * a``: one division of the adjoint for both arguments.
 
 Each rewrite keeps the derivative within an ulp or two of the plain products where those are
 finite, and is finite at more points (x = 0 or inf, where a product of 0 and inf was nan).
@@ -19,6 +23,10 @@ FIT families, value_grad divisions (all steps) before -> after: weibull@14 42 ->
 value's d/lam alone (313 -> 227 steps, 28 -> 14 pow with pow_prev), gibbs_mixing@25 76 -> 52
 (373 -> 299), arrhenius@31 62 -> 32 (998 -> 937); VALIDATE: student_t@14 57 -> 43 (256 ->
 227), einstein_solid@12 61 -> 38 (276 -> 229), rational@14 42 -> 28, yield_curve@7 35 -> 22.
+The last two rules (found on FIT coulomb, a batch loser on AVX2): coulomb@2 3 -> 2, @6 45 ->
+30; held out bond_angles@10 36 -> 18 (263 -> 245 steps), nbody@6 60 -> 45 (239 -> 224); no
+family's count grew. Batch value+gradient on one core, Zen 3, old and new in one process:
+coulomb@2 1.09x, @6 1.15x, bond_angles@10 1.09x, nbody@6 1.07x, lennard_jones@4 1.00x.
 """
 
 from __future__ import annotations
@@ -38,11 +46,20 @@ def product(node: Node, adjoint: Node, partial: Node) -> Node:
         through = _over_cosh(node, adjoint)
         if through is not None:
             return through
+    if (partial.op == "div" and partial.args[0].is_const and adjoint.op == "div"
+            and adjoint.args[1] is partial.args[1]):  # (s / q) * (c / q): sqrt's 0.5 / out
+        q = partial.args[1]
+        return apply("div", combine("mul", (adjoint.args[0], partial.args[0])),
+                     combine("mul", (q, q)))
     if partial.op == "div" and _of_output(partial.args[0], node):  # a quotient's -out / b
         numerator = _times_output(adjoint, node)
         if partial.args[0] is not node:
             numerator = apply("neg", numerator)
         return apply("div", numerator, partial.args[1])
+    if (partial.op == "div" and not partial.args[0].is_const and not partial.args[1].is_const
+            and not any(partial is a for a in node.args)):  # (not a product's own factor)
+        # a fresh a / q (hypot's and atan2's partials share q): the adjoint over q, once
+        return combine("mul", (apply("div", adjoint, partial.args[1]), partial.args[0]))
     return combine("mul", (adjoint, partial))
 
 
