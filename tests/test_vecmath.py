@@ -84,6 +84,20 @@ def test_vlog_within_one_ulp_of_mpmath():
     assert err <= 0.85, (err, where)
 
 
+@pytest.mark.parametrize("name,base", [("vlog2", 2), ("vlog10", 10)])
+def test_vlog2_vlog10_within_six_tenths_of_an_ulp_and_exact_at_powers_of_their_base(name, base):
+    rng = np.random.default_rng(RNG_SEED + 9)
+    x = np.concatenate([
+        log_uniform(rng, 1e-320, 1e308, 1500), rng.uniform(1.3, 1.45, 1500),  # m near sqrt(2)
+        rng.uniform(0.68, 0.73, 500), 1.0 + rng.uniform(-1e-6, 1e-6, 300),
+        log_uniform(rng, 5e-324, 2.2e-308, 300)])
+    err, where = max_ulp(name, x, lambda v: mpmath.log(v, base))
+    assert err <= 0.6, (err, where)
+    exponents = np.arange(-1074, 1024) if base == 2 else np.arange(-300, 309)
+    powers = np.array([float(mpmath.mpf(base) ** int(k)) for k in exponents])
+    assert np.array_equal(apply(name, powers), exponents.astype(float))
+
+
 def _near_multiples_of_half_pi(rng, n: int) -> np.ndarray:
     ks = np.concatenate([np.arange(1, 100), rng.integers(100, 31_000_000, n)])
     # the doubles closest to k pi/2 in their binades (continued fractions of pi/2)
@@ -177,7 +191,8 @@ def same(a: np.ndarray, b: np.ndarray) -> bool:
 
 @pytest.mark.parametrize("name,ref", [
     ("vexp", np.exp), ("vlog", np.log), ("vtanh", np.tanh), ("vexpm1", np.expm1),
-    ("vlog1p", np.log1p), ("verf", np.vectorize(math.erf, otypes=[float])),
+    ("vlog1p", np.log1p), ("vlog2", np.log2), ("vlog10", np.log10),
+    ("verf", np.vectorize(math.erf, otypes=[float])),
     ("vsigmoid", lambda v: np.exp(np.minimum(v, 0.0)) / (1.0 + np.exp(-np.abs(v))))])  # expit's
 def test_edge_cases_give_numpys_answers(name, ref):
     x = np.array(EDGES + [-1.0 - 2.0 ** -52, 6.0, -6.0, 5.9, 19.1, -19.1, 1e-17, -1e-17, 0.5, 2.0])
@@ -244,7 +259,8 @@ def _host_has_avx2() -> bool:
 
 @pytest.mark.skipif(not _host_has_avx2(), reason="needs a CPU with AVX2")
 @pytest.mark.parametrize("name", ["vexp", "vlog", "vsin", "vcos", "vtanh", "verf", "vexpm1",
-                                  "vlog1p", "vsinh", "vcosh", "vasinh", "vsigmoid"])
+                                  "vlog1p", "vsinh", "vcosh", "vasinh", "vsigmoid", "vlog2",
+                                  "vlog10"])
 def test_loop_over_function_compiles_to_packed_double_instructions(name):
     apply(name, np.linspace(0.1, 2.0, 64))
     run = _LOOPS[name]

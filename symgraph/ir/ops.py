@@ -239,9 +239,10 @@ _func("log", np.log, lambda x, out: 1.0 / x, domain=(0.1, 4.0), lanes="vlog({0})
 _func("log1p", np.log1p, lambda x, out: 1.0 / (1.0 + x), latex=r"\log\left(1 + {0}\right)",
       sympy=lambda sp, x: sp.log(1 + x), domain=(-0.5, 3.0), lanes="vlog1p({0})")
 _func("log2", np.log2, lambda x, out: 1.0 / (x * math.log(2.0)), latex=r"\log_2\left({0}\right)",
-      sympy=lambda sp, x: sp.log(x, 2), domain=(0.1, 4.0))
+      sympy=lambda sp, x: sp.log(x, 2), domain=(0.1, 4.0), lanes="vlog2({0})")
 _func("log10", np.log10, lambda x, out: 1.0 / (x * math.log(10.0)),
-      latex=r"\log_{{10}}\left({0}\right)", sympy=lambda sp, x: sp.log(x, 10), domain=(0.1, 4.0))
+      latex=r"\log_{{10}}\left({0}\right)", sympy=lambda sp, x: sp.log(x, 10), domain=(0.1, 4.0),
+      lanes="vlog10({0})")
 _func("sin", np.sin, lambda x, out: x.call("cos"), lanes="vsin({0})", sympy_names=("sin",),
       method=True, finite=True)
 _func("cos", np.cos, lambda x, out: -x.call("sin"), lanes="vcos({0})", sympy_names=("cos",),
