@@ -98,6 +98,16 @@ def test_vlog2_vlog10_within_six_tenths_of_an_ulp_and_exact_at_powers_of_their_b
     assert np.array_equal(apply(name, powers), exponents.astype(float))
 
 
+def test_vatanh_within_one_ulp_of_mpmath_from_subnormals_to_one():
+    rng = np.random.default_rng(RNG_SEED + 10)
+    x = np.concatenate([
+        signed(rng, log_uniform(rng, 1e-310, 0.99, 2000)), rng.uniform(-1.0, 1.0, 1000),
+        signed(rng, 1.0 - log_uniform(rng, 1e-16, 0.01, 1000)),
+        signed(rng, rng.uniform(0.0009, 0.0011, 500))])  # where the series hands over
+    err, where = max_ulp("vatanh", x, mpmath.atanh)
+    assert err <= 0.8, (err, where)
+
+
 def _near_multiples_of_half_pi(rng, n: int) -> np.ndarray:
     ks = np.concatenate([np.arange(1, 100), rng.integers(100, 31_000_000, n)])
     # the doubles closest to k pi/2 in their binades (continued fractions of pi/2)
@@ -191,7 +201,7 @@ def same(a: np.ndarray, b: np.ndarray) -> bool:
 
 @pytest.mark.parametrize("name,ref", [
     ("vexp", np.exp), ("vlog", np.log), ("vtanh", np.tanh), ("vexpm1", np.expm1),
-    ("vlog1p", np.log1p), ("vlog2", np.log2), ("vlog10", np.log10),
+    ("vlog1p", np.log1p), ("vlog2", np.log2), ("vlog10", np.log10), ("vatanh", np.arctanh),
     ("verf", np.vectorize(math.erf, otypes=[float])),
     ("vsigmoid", lambda v: np.exp(np.minimum(v, 0.0)) / (1.0 + np.exp(-np.abs(v))))])  # expit's
 def test_edge_cases_give_numpys_answers(name, ref):
@@ -260,7 +270,7 @@ def _host_has_avx2() -> bool:
 @pytest.mark.skipif(not _host_has_avx2(), reason="needs a CPU with AVX2")
 @pytest.mark.parametrize("name", ["vexp", "vlog", "vsin", "vcos", "vtanh", "verf", "vexpm1",
                                   "vlog1p", "vsinh", "vcosh", "vasinh", "vsigmoid", "vlog2",
-                                  "vlog10"])
+                                  "vlog10", "vatanh"])
 def test_loop_over_function_compiles_to_packed_double_instructions(name):
     apply(name, np.linspace(0.1, 2.0, 64))
     run = _LOOPS[name]

@@ -271,7 +271,7 @@ _arc("asinh", np.arcsinh, lambda x, out: 1.0 / (x * x + 1.0).call("sqrt"),
 _arc("acosh", np.arccosh, lambda x, out: 1.0 / ((x - 1.0).call("sqrt") * (x + 1.0).call("sqrt")),
      latex=r"\operatorname{{acosh}}\left({0}\right)", domain=(1.1, 4.0))
 _arc("atanh", np.arctanh, lambda x, out: 1.0 / (1.0 - x * x),
-     latex=r"\operatorname{{atanh}}\left({0}\right)", domain=(-0.9, 0.9))
+     latex=r"\operatorname{{atanh}}\left({0}\right)", domain=(-0.9, 0.9), lanes="vatanh({0})")
 _func("erf", np.vectorize(math.erf, otypes=[float]),
       lambda x, out: SQRT_PI_2 * (-(x * x)).call("exp"), np_="_erf({0})",
       latex=r"\operatorname{{erf}}\left({0}\right)", lanes="verf({0})", sympy_names=("erf",),

@@ -39,6 +39,7 @@ from ...ir.cuberoot import cbrt as _cbrt
 from .deferred import jit as _jit  # njit, its dispatcher made on first use (cache hits: never)
 from .runtime.bits import _bits, _float, _fma, _mul_error, _where  # the adapter's (Numba internals)
 from .vecmath_log import _LN2_HI, _LN2_LO, _ROUNDER, _ROUNDER_BITS, _log_dd, _log_kernel
+from .vecmath_log import vatanh as vatanh
 from .vecmath_log import vlog2 as vlog2  # (public here, like the others)
 from .vecmath_log import vlog10 as vlog10
 
@@ -616,7 +617,7 @@ vcbrt = _jit(error_model="numpy", forceinline=True)(_cbrt)
 # lgamma and digamma live in a module of their own (`.vecmath_gamma`), imported on first use
 # of one of its names here: a kernel calling neither never loads it.
 GAMMA_NAMES = ("vlgamma", "vdigamma", "vgammaoff", "GAMMA_LIMIT")
-PUBLIC = ("vcbrt", "vexp", "vlog", "vexpm1", "vtanh", "vsinh", "vcosh", "vasinh", "verf",
+PUBLIC = ("vcbrt", "vexp", "vlog", "vexpm1", "vtanh", "vsinh", "vcosh", "vasinh", "vatanh", "verf",
           "vlog1p", "vlog2", "vlog10", "vsigmoid", "vsin", "vcos", "vsincos", "vpow", "vpowoff",
           "vpowprev", "vpowprevoff", "vhypot", "vatan", "vatan2", "vatan2off", "vsin_array",
           "vcos_array", *GAMMA_NAMES[:3])

@@ -194,8 +194,11 @@ def _imports(instructions: InstructionSet, vecmath_names: Iterable[str]) -> str:
         used |= {name for name in (form.limit, form.flag) if name}
     for lane in instructions.lanes.values():
         used |= calls(lane.loop, available) | calls(lane.flag or "", available)
-    # ruff's isort order: constants, classes, then functions.
-    order = sorted(used, key=lambda n: (0 if n.isupper() else 1 if n[:1].isupper() else 2, n))
+    # ruff's isort order: constants, classes, then functions; numbers in names by value
+    # (vlog1p, vlog2, vlog10).
+    order = sorted(used, key=lambda n: (0 if n.isupper() else 1 if n[:1].isupper() else 2,
+                                        [int(p) if p.isdigit() else p
+                                         for p in re.split(r"(\d+)", n)]))
     # The scalar templates' own lines (`nb_prelude`): the special functions' imports as one
     # sorted import (ruff's isort form, before vecmath's), then any other line (user functions).
     special = "from symgraph.backends.numba.special import "
