@@ -172,15 +172,15 @@ def test_batch_kernel_choice_and_the_api_on_awkward_inputs(use_kernel):
     x, y = sg.symbols("x y")
     expr, args = corpus.polynomial()
     assert uses_lanes(build_programs([expr], args, args, True, False)[1])
-    assert not uses_lanes(build_programs([apply("tan", x)], [x], [x], False, False)[0])
+    assert not uses_lanes(build_programs([apply("erfc", x)], [x], [x], False, False)[0])
     wide = sg.symbols(" ".join(f"w{k}" for k in range(150)))
     p = build_programs([apply("add", *[w * w for w in wide])], wide, wide, True, False)[1]
     assert uses_lanes(p) and "block=16" in "\n".join(batch_kernel_lines(p))
     expr = apply("add", *[(x * k + y) ** 2 / (1 + y * y) for k in range(1, 12)]) + apply(
-        "tan", x * y)  # libm in lanes too (no vecmath form): batches equal rows bit for bit
+        "erfc", x * y)  # libm in lanes too (no vecmath form): batches equal rows bit for bit
     mid = build_programs([expr], [x, y], [x, y], True, False)[1]
     assert uses_lanes(mid) and "_lanes(" in "\n".join(batch_kernel_lines(mid))
-    assert len(segments(mid)) >= 2  # the tan call runs in a segment of its own
+    assert len(segments(mid)) >= 2  # the erfc call runs in a segment of its own
 
     use_kernel(batch_kernel_lines)
     fn = sg.compile(expr, [x, y])
@@ -438,10 +438,11 @@ def test_each_vecmath_step_is_within_an_ulp_of_the_row_kernel(op, use_kernel):
     names = ["x", "y", "z"][:len(args)]
     code = OPS[op].render("lanes", names)
     single = code == f"{vecmath_calls(code)[0]}({', '.join(names)})"  # else a formula (sigmoid)
-    # glibc's tanh errs by up to 2 ulp (vecmath's < 1 ulp against mpmath: test_vecmath); so
-    # do sigmoid's, exp then two roundings, on both sides (test_vecmath).
-    np.testing.assert_array_max_ulp(lanes[~special], rows[~special],
-                                    maxulp=1 if single and op not in ("tanh", "sigmoid") else 2)
+    # glibc's tanh errs by up to 2 ulp and its atanh by 1.56 (vecmath's < 1 ulp against mpmath:
+    # test_vecmath); so do sigmoid's, exp then two roundings, on both sides (test_vecmath).
+    np.testing.assert_array_max_ulp(
+        lanes[~special], rows[~special],
+        maxulp=1 if single and op not in ("tanh", "atanh", "sigmoid") else 2)
     limited = vecmath_calls(code)[0] in LIMITED
     if single and not limited:  # the same bits as vecmath's own compiled function
         name = vecmath_calls(code)[0]

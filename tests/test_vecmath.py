@@ -117,8 +117,9 @@ def _near_multiples_of_half_pi(rng, n: int) -> np.ndarray:
     return np.concatenate([x, -x])
 
 
-@pytest.mark.parametrize("name,exact", [("vsin", mpmath.sin), ("vcos", mpmath.cos)])
-def test_vsin_vcos_within_one_ulp_of_mpmath_up_to_the_limit(name, exact):
+@pytest.mark.parametrize("name,exact", [("vsin", mpmath.sin), ("vcos", mpmath.cos),
+                                        ("vtan", mpmath.tan)])
+def test_vsin_vcos_vtan_within_one_ulp_of_mpmath_up_to_the_limit(name, exact):
     rng = np.random.default_rng(RNG_SEED + 2)
     x = np.concatenate([
         signed(rng, log_uniform(rng, 1e-300, vm.SIN_COS_LIMIT, 1000)), rng.uniform(-10, 10, 500),
@@ -226,8 +227,8 @@ def test_vlog_of_subnormals_is_correct():
     assert same(apply("vlog", x), want)
 
 
-@pytest.mark.parametrize("name,ref", [("vsin", math.sin), ("vcos", math.cos)])
-def test_vsin_vcos_edges(name, ref):
+@pytest.mark.parametrize("name,ref", [("vsin", math.sin), ("vcos", math.cos), ("vtan", math.tan)])
+def test_vsin_vcos_vtan_edges(name, ref):
     x = np.array([0.0, -0.0, 5e-324, -5e-324, 1e-300, -1e-20, math.inf, -math.inf, math.nan])
     want = np.array([ref(v) if math.isfinite(v) else math.nan for v in x])
     assert same(apply(name, x), want)
@@ -270,7 +271,7 @@ def _host_has_avx2() -> bool:
 @pytest.mark.skipif(not _host_has_avx2(), reason="needs a CPU with AVX2")
 @pytest.mark.parametrize("name", ["vexp", "vlog", "vsin", "vcos", "vtanh", "verf", "vexpm1",
                                   "vlog1p", "vsinh", "vcosh", "vasinh", "vsigmoid", "vlog2",
-                                  "vlog10", "vatanh"])
+                                  "vlog10", "vatanh", "vtan"])
 def test_loop_over_function_compiles_to_packed_double_instructions(name):
     apply(name, np.linspace(0.1, 2.0, 64))
     run = _LOOPS[name]
@@ -394,3 +395,35 @@ def test_vatan_and_vatan2_within_one_ulp_of_mpmath():
     b, a = (g.ravel() for g in np.meshgrid(EDGES, EDGES))  # zeros, inf, nan: flagged
     _atan2_loop(b, a, np.empty_like(a), off := np.empty(a.size, np.bool_))
     assert np.array_equal(off, (a == 0) | (b == 0) | ~np.isfinite(a) | ~np.isfinite(b))
+
+
+@njit(error_model="numpy")
+def _xlogy_loop(x, y, out):
+    for j in range(x.size):
+        out[j] = vm.vxlogy(x[j], y[j])
+
+
+def test_vxlogy_within_six_tenths_of_an_ulp_of_mpmath_with_scipys_edges():
+    from symgraph.ir.special import xlogy
+
+    rng = np.random.default_rng(RNG_SEED + 11)
+    x = signed(rng, np.concatenate([log_uniform(rng, 1e-300, 1e300, 1500),
+                                    rng.uniform(0.0, 3.0, 500)]))
+    y = np.concatenate([log_uniform(rng, 1e-320, 1e308, 1500), rng.uniform(0.5, 2.0, 500)])
+    out = np.empty_like(x)
+    _xlogy_loop(x, y, out)
+    worst = 0.0
+    for a, b, v in zip(x.tolist(), y.tolist(), out.tolist()):
+        t = mpmath.mpf(a) * mpmath.log(mpmath.mpf(b))
+        if t == 0 or math.isinf(float(t)):
+            continue
+        e = math.frexp(abs(float(t)))[1]
+        worst = max(worst, float(abs(mpmath.mpf(v) - t) / max(2.0 ** (e - 53), 2.0 ** -1074)))
+    assert worst <= 0.6, worst
+    a, b = (g.ravel() for g in np.meshgrid(EDGES, EDGES))
+    out = np.empty_like(a)
+    _xlogy_loop(a, b, out)
+    with np.errstate(all="ignore"):
+        want = np.array([xlogy(p, q) for p, q in zip(a.tolist(), b.tolist())])
+    special = ~np.isfinite(want) | (want == 0.0)
+    assert same(out[special], want[special])

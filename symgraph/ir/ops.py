@@ -247,7 +247,8 @@ _func("sin", np.sin, lambda x, out: x.call("cos"), lanes="vsin({0})", sympy_name
       method=True, finite=True)
 _func("cos", np.cos, lambda x, out: -x.call("sin"), lanes="vcos({0})", sympy_names=("cos",),
       method=True, finite=True)
-_func("tan", np.tan, lambda x, out: 1.0 + out * out, domain=(-1.2, 1.2), sympy_names=("tan",))
+_func("tan", np.tan, lambda x, out: 1.0 + out * out, domain=(-1.2, 1.2), sympy_names=("tan",),
+      lanes="vtan({0})")
 
 
 def _arc(name, evaluate, partial, **extra):
@@ -433,7 +434,8 @@ _special("bessely", 2, _order_shift("bessely"), r"Y_{{{0}}}\left({1}\right)",
          spellings=("bessely", "yv"), cost=32, np_ns=440_000.0)
 _special("xlogy", 2, lambda a, out: (a[1].call("log"), a[0] / a[1]),
          r"{0} \log\left({1}\right)", (DEFAULT_DOMAIN, (0.1, 4.0)),
-         sympy=lambda sp, x, y: x * sp.log(y), cost=TRANSCENDENTAL, np_ns=160.0)
+         sympy=lambda sp, x, y: x * sp.log(y), cost=TRANSCENDENTAL, np_ns=160.0,
+         lanes="vxlogy({0}, {1})")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -149,8 +149,8 @@ SIN_COS_LIMIT = 5.0e7  # vecmath.SIN_COS_LIMIT (a test checks); vecmath itself i
 HYPERBOLIC_LIMIT = 708.0  # vecmath.HYPERBOLIC_LIMIT (the same test)
 ASINH_LIMIT = 1.0e150  # vecmath.ASINH_LIMIT (the same test)
 # Exact for |x| <= the limit (the tape's opcodes.RANGE_LIMITED names the same constants).
-RANGE_LIMITS = {"vsin": SIN_COS_LIMIT, "vcos": SIN_COS_LIMIT, "vsinh": HYPERBOLIC_LIMIT,
-                "vcosh": HYPERBOLIC_LIMIT, "vasinh": ASINH_LIMIT}
+RANGE_LIMITS = {"vsin": SIN_COS_LIMIT, "vcos": SIN_COS_LIMIT, "vtan": SIN_COS_LIMIT,
+                "vsinh": HYPERBOLIC_LIMIT, "vcosh": HYPERBOLIC_LIMIT, "vasinh": ASINH_LIMIT}
 LIMITED = {**{f: f"abs({{0}}) > {limit!r}" for f, limit in RANGE_LIMITS.items()},
            "vpow": "vpowoff({0}, {1})", "vatan2": "vatan2off({0}, {1})",
            "vpowprev": "vpowprevoff({2})", "vlgamma": "vgammaoff({0})",

@@ -42,6 +42,16 @@ from .vecmath_log import _LN2_HI, _LN2_LO, _ROUNDER, _ROUNDER_BITS, _log_dd, _lo
 from .vecmath_log import vatanh as vatanh
 from .vecmath_log import vlog2 as vlog2  # (public here, like the others)
 from .vecmath_log import vlog10 as vlog10
+from .vecmath_log import vxlogy as vxlogy
+from .vecmath_trig import SIN_COS_LIMIT as SIN_COS_LIMIT  # sine, cosine, tangent: theirs
+from .vecmath_trig import _in_quadrant as _in_quadrant
+from .vecmath_trig import _sin_cos_reduced as _sin_cos_reduced
+from .vecmath_trig import vcos as vcos
+from .vecmath_trig import vcos_array as vcos_array
+from .vecmath_trig import vsin as vsin
+from .vecmath_trig import vsin_array as vsin_array
+from .vecmath_trig import vsincos as vsincos
+from .vecmath_trig import vtan as vtan
 
 _LOG2E = 1.4426950408889634
 
@@ -482,123 +492,9 @@ def vlog1p(x: float) -> float:
     return _where(x == 0.0, x, _log_kernel(u, err / u))  # keeps -0.0
 
 
-SIN_COS_LIMIT = 5.0e7  # vsin/vcos are exact-reduced (<= 1 ulp) for |x| <= this; callers fix up
-_2_OVER_PI = 0.6366197723675814
-_PIO2_1 = 1.570796325802803  # pi/2 as four 28-bit parts (n * part exact for |n| < 2**25)
-_PIO2_2 = 9.920935808982456e-10
-_PIO2_3 = -1.2177051748566079e-18
-_PIO2_4 = -2.9407886655981304e-27
-_PIO2_5 = -4.7891979590619914e-36  # and the rest: pi/2 to 170 bits
-
-
-@_jit(error_model="numpy", forceinline=True)
-def _sin_cos_reduced(x):
-    """(k, sin r, cos r) for |x| <= SIN_COS_LIMIT: x = n pi/2 + r with r as a double-double
-    exact to ~2**-120 (enough for the closest doubles to multiples of pi/2, |r| > 2**-61), n in
-    the low bits of k, and both polynomials of r."""
-    k = x * _2_OVER_PI + _ROUNDER
-    n = k - _ROUNDER
-    a = x - n * _PIO2_1  # exact
-    t = n * _PIO2_2  # each subtraction below is a TwoSum: b + e1 = a - t exactly
-    b = a - t
-    v = b - a
-    e1 = (a - (b - v)) - (t + v)
-    t = n * _PIO2_3
-    c = b - t
-    v = c - b
-    e2 = (b - (c - v)) - (t + v)
-    t = n * _PIO2_4
-    d = c - t
-    v = d - c
-    e3 = (c - (d - v)) - (t + v)
-    lo = ((e1 + e2) + e3) - n * _PIO2_5
-    r = d + lo
-    r_lo = (d - r) + lo
-    z = r * r
-    # sin r = r + r^3 S(r^2), S of degree 6 (fit error 2**-66)
-    p = -7.586696964319367e-13
-    p = _fma(p, z, 1.6058531616384064e-10)
-    p = _fma(p, z, -2.505210623243116e-08)
-    p = _fma(p, z, 2.755731921933912e-06)
-    p = _fma(p, z, -0.00019841269841265065)
-    p = _fma(p, z, 0.008333333333333331)
-    p = _fma(p, z, -0.16666666666666666)
-    sin_r = r + (r * z * p + (r_lo - 0.5 * z * r_lo))
-    # cos r = 1 - r^2/2 + r^4 C(r^2), C of degree 5; r^2 = z + z_err exactly (`_mul_error`)
-    z_err = _mul_error(r, r, z)
-    q = -1.138263220199036e-11
-    q = _fma(q, z, 2.0876146265300598e-09)
-    q = _fma(q, z, -2.7557317271714906e-07)
-    q = _fma(q, z, 2.480158729876566e-05)
-    q = _fma(q, z, -0.0013888888888887398)
-    q = _fma(q, z, 0.041666666666666664)
-    hz = 0.5 * z
-    w = 1.0 - hz
-    cos_r = w + (((1.0 - w) - hz) + (z * z * q - (r * r_lo + 0.5 * z_err)))
-    return k, sin_r, cos_r
-
-
-@_jit(error_model="numpy", forceinline=True)
-def _in_quadrant(k, shift, sin_r, cos_r):
-    """sin(x + shift pi/2) from `_sin_cos_reduced`: the quadrant's polynomial and sign."""
-    quadrant = _bits(k) + shift  # the low bits of k are those of n
-    y = _where((quadrant & 1) != 0, cos_r, sin_r)
-    return _where((quadrant & 2) != 0, -y, y)
-
-
-@_jit(error_model="numpy", forceinline=True)
-def _sin_cos(x, shift):
-    """sin(x + shift pi/2) for |x| <= SIN_COS_LIMIT, with a final rounding."""
-    k, sin_r, cos_r = _sin_cos_reduced(x)
-    return _in_quadrant(k, shift, sin_r, cos_r)
-
-
-@_jit(error_model="numpy", forceinline=True)
-def vsin(x: float) -> float:
-    """sin(x) for |x| <= SIN_COS_LIMIT (beyond: unspecified, see `vsin_array`); nan for inf.
-    Max error 0.74 ulp (66,000 points vs mpmath, with the doubles nearest to k pi/2)."""
-    return _where(x == 0.0, x, _sin_cos(x, 0))  # keeps -0.0
-
-
-@_jit(error_model="numpy", forceinline=True)
-def vcos(x: float) -> float:
-    """cos(x) for |x| <= SIN_COS_LIMIT (beyond: unspecified, see `vcos_array`); nan for inf.
-    Max error 0.73 ulp (66,000 points vs mpmath, with the doubles nearest to k pi/2)."""
-    return _sin_cos(x, 1)
-
-
-@_jit(error_model="numpy", forceinline=True)
-def vsincos(x: float) -> tuple[float, float]:
-    """(sin(x), cos(x)), equal bit for bit to (vsin(x), vcos(x)), from one argument reduction:
-    for a value and its derivative (reverse mode pairs sin(u) with cos(u))."""
-    k, sin_r, cos_r = _sin_cos_reduced(x)
-    return _where(x == 0.0, x, _in_quadrant(k, 0, sin_r, cos_r)), _in_quadrant(k, 1, sin_r,
-                                                                                cos_r)
-
-
 # `a if cond else b` as one select: plain Numba loops (backends.numba.sum_lanes) write their
 # if-expressions with it, since Numba compiles an if-expression to a branch.
 vwhere = _where
-
-
-@_jit(error_model="numpy")
-def vsin_array(x, out):
-    """out[:] = sin(x): the vector loop, then lanes beyond SIN_COS_LIMIT again with libm."""
-    for j in range(x.size):
-        out[j] = vsin(x[j])
-    for j in range(x.size):
-        if not abs(x[j]) <= SIN_COS_LIMIT:  # never taken in practice; also catches inf, nan
-            out[j] = math.sin(x[j])
-
-
-@_jit(error_model="numpy")
-def vcos_array(x, out):
-    """out[:] = cos(x): the vector loop, then lanes beyond SIN_COS_LIMIT again with libm."""
-    for j in range(x.size):
-        out[j] = vcos(x[j])
-    for j in range(x.size):
-        if not abs(x[j]) <= SIN_COS_LIMIT:
-            out[j] = math.cos(x[j])
 
 
 @_jit(error_model="numpy", forceinline=True)
@@ -620,7 +516,7 @@ GAMMA_NAMES = ("vlgamma", "vdigamma", "vgammaoff", "GAMMA_LIMIT")
 PUBLIC = ("vcbrt", "vexp", "vlog", "vexpm1", "vtanh", "vsinh", "vcosh", "vasinh", "vatanh", "verf",
           "vlog1p", "vlog2", "vlog10", "vsigmoid", "vsin", "vcos", "vsincos", "vpow", "vpowoff",
           "vpowprev", "vpowprevoff", "vhypot", "vatan", "vatan2", "vatan2off", "vsin_array",
-          "vcos_array", *GAMMA_NAMES[:3])
+          "vcos_array", "vxlogy", "vtan", *GAMMA_NAMES[:3])
 
 
 def __getattr__(name: str):

@@ -80,7 +80,7 @@ def base_form(base: str) -> str:
 STRUCTURAL = ("add", "mul", "neg", "div")
 
 # vecmath functions exact only for |x| <= their limit (a vecmath constant).
-RANGE_LIMITED = {"vsin": "SIN_COS_LIMIT", "vcos": "SIN_COS_LIMIT",
+RANGE_LIMITED = {"vsin": "SIN_COS_LIMIT", "vcos": "SIN_COS_LIMIT", "vtan": "SIN_COS_LIMIT",
                  "vsinh": "HYPERBOLIC_LIMIT", "vcosh": "HYPERBOLIC_LIMIT",
                  "vasinh": "ASINH_LIMIT"}
 # vecmath functions exact only where their vecmath flag is false (as

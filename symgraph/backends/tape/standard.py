@@ -56,7 +56,9 @@ from symgraph.backends.numba.vecmath import (
     vsin,
     vsincos,
     vsinh,
+    vtan,
     vtanh,
+    vxlogy,
 )
 
 # Codes: the tape-only instructions, then the op table in table order. Tape-only: `a - b`, for a
@@ -79,7 +81,7 @@ ARITIES = (
     1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 1, 1, 1,
     2, 2, 2, 1, 1, 2, 2, 2, 3,
 )
-TABLE = "092a84a45c21258624e73012"  # the digest of this instruction set
+TABLE = "8e0e955163b2eaad0ee489c3"  # the digest of this instruction set
 (SUB, NMUL, SINCOS, ADD3, MUL3, MULADD, SUB3, MULSUB, KMUL, KADD, KSUB, KDIV, KMUL3, MUL3K, KMULADD,
  MULSUBK, ADD, MUL, NEG, DIV, POW, LT, LE, GT, GE, EQ, NE, WHERE, SQRT, CBRT, EXP, EXPM1, LOG,
  LOG1P, LOG2, LOG10, SIN, COS, TAN, ASIN, ACOS, ATAN, SINH, COSH, TANH, ASINH, ACOSH, ATANH, ERF,
@@ -245,7 +247,7 @@ def apply(op, a, b, c):  # noqa: C901 - one flat dispatch is the point
 # Ops run as one loop over a whole block of instructions (`_unary`) with vecmath's
 # vectorisable functions: a point's independent calls share SIMD lanes, and across a batch's
 # lanes the loop is the one the vector code needs.
-VECTOR_OPCODES = (EXP, EXPM1, LOG, LOG1P, LOG2, LOG10, SIN, COS, ATAN, SINH, COSH, TANH, ASINH,
+VECTOR_OPCODES = (EXP, EXPM1, LOG, LOG1P, LOG2, LOG10, SIN, COS, TAN, ATAN, SINH, COSH, TANH, ASINH,
                   ATANH, ERF, SIGMOID, SOFTPLUS, LGAMMA, DIGAMMA, SINCOS)
 MAX_BLOCK = 256  # instructions a vector block gathers at most (its buffer's length)
 SIMD = 8  # doubles per vector register (AVX-512); a multiple of narrower widths
@@ -310,6 +312,20 @@ def _unary(op, src, dst, n):  # noqa: C901 - one flat dispatch is the point
         else:
             for j in range(n):
                 dst[j] = vcos(src[j])
+    elif op == TAN:
+        far = 0
+        for j in range(n):
+            far |= _where(abs(src[j]) <= SIN_COS_LIMIT, 0, 1)
+        if far:  # value by value, so a value's result never depends on its neighbours
+            for j in range(n):
+                x = src[j]
+                if abs(x) <= SIN_COS_LIMIT:
+                    dst[j] = vtan(x)
+                else:
+                    dst[j] = math.tan(x)
+        else:
+            for j in range(n):
+                dst[j] = vtan(src[j])
     elif op == ATAN:
         for j in range(n):
             dst[j] = vatan(src[j])
@@ -408,9 +424,9 @@ def _unary(op, src, dst, n):  # noqa: C901 - one flat dispatch is the point
 # 9-15, composition@792 9-10 -> 6-8; arithmetic-only tapes unchanged (arrhenius, cubic_eos).
 # Its cost: `symgraph precompile` CPU time 50.7 -> 54.2 s (fresh caches, one after the other,
 # load ~5; the machine unloaded compiles in ~10-18 s).
-LANE_OPCODES = (POW, LT, LE, GT, GE, EQ, NE, WHERE, SQRT, CBRT, TAN, ASIN, ACOS, ACOSH, ERFC, ABS,
-                SIGN, FLOOR, CEIL, RELU, MIN, MAX, ATAN2, HYPOT, GAMMA, POLYGAMMA, BETA, LBETA,
-                ERFINV, ERFCINV, BESSELJ, BESSELY, XLOGY, POW_PREV)
+LANE_OPCODES = (POW, LT, LE, GT, GE, EQ, NE, WHERE, SQRT, CBRT, ASIN, ACOS, ACOSH, ERFC, ABS, SIGN,
+                FLOOR, CEIL, RELU, MIN, MAX, ATAN2, HYPOT, GAMMA, POLYGAMMA, BETA, LBETA, ERFINV,
+                ERFCINV, BESSELJ, BESSELY, XLOGY, POW_PREV)
 _IS_LANE = np.zeros(len(INSTRUCTION_NAMES), np.bool_)
 _IS_LANE[list(LANE_OPCODES)] = True
 _ARITY = np.array(ARITIES, np.int64)
@@ -485,10 +501,6 @@ def _lanes(op, ra, rb, rc, rt, n):  # noqa: C901 - one flat dispatch is the poin
         for j in range(n):
             a = ra[j]
             rt[j] = vcbrt(a)
-    elif op == TAN:
-        for j in range(n):
-            a = ra[j]
-            rt[j] = math.tan(a)
     elif op == ASIN:
         for j in range(n):
             a = ra[j]
@@ -594,7 +606,7 @@ def _lanes(op, ra, rb, rc, rt, n):  # noqa: C901 - one flat dispatch is the poin
         for j in range(n):
             a = ra[j]
             b = rb[j]
-            rt[j] = _sf_xlogy(a, b)
+            rt[j] = vxlogy(a, b)
     elif op == POW_PREV:
         for j in range(n):
             a = ra[j]
