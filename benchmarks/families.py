@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from benchmarks import families_ops as ops_families
 from symgraph.ir.evaluate import count_ops
 from symgraph.ir.functions import FUNCTIONS as F
 from symgraph.ir.node import Node, apply, symbol, symbols
@@ -529,6 +530,14 @@ def tiered_cost(n: int, rng: random.Random) -> Built:
                  for xi, t in ((xi, _c(rng, -0.5, 0.5)) for xi in x)]), x
 
 
+def _zigzag_box(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """A 2-D chain bent at every atom (angles far from 0 and pi, where acos' derivative is
+    finite and well-conditioned)."""
+    atoms = n // 2
+    centre = np.stack([np.arange(atoms) * 1.0, (np.arange(atoms) % 2) * 0.8], axis=1).ravel()
+    return centre - 0.1, centre + 0.1
+
+
 @dataclass(frozen=True)
 class Family:
     name: str
@@ -583,6 +592,17 @@ FAMILIES: dict[str, Family] = {f.name: f for f in [
     Family("huber_regression", "piecewise", huber_regression, uniform(-2, 2), True),
     Family("relu_network", "piecewise", relu_network, uniform(-1, 1), False),
     Family("tiered_cost", "piecewise", tiered_cost, uniform(-1, 1), False),
+    # Ops the families above never call (benchmarks/families_ops.py, 2026-12-06): the first
+    # five chose which ops got vector forms; the last three were probed once, never tuned on.
+    Family("fisher_z", "statistics", ops_families.fisher_z, uniform(-0.8, 0.8), True),
+    Family("decibel_fit", "ml", ops_families.decibel_fit, uniform(-3, 3), True),
+    Family("entropy_bits", "ml", ops_families.entropy_bits, uniform(-2, 2), True),
+    Family("kl_divergence", "ml", ops_families.kl_divergence, uniform(-1, 1), True),
+    Family("tangent_terms", "mechanics", ops_families.tangent_terms, uniform(-2, 2), True),
+    Family("cbrt_density", "molecular", ops_families.cbrt_density, uniform(-1, 1), False),
+    Family("censored_normal", "statistics", ops_families.censored_normal, uniform(-1, 1),
+           False),
+    Family("angle_potential", "molecular", ops_families.angle_potential, _zigzag_box, False),
 ]}
 FIT = [name for name, f in FAMILIES.items() if f.fit]
 VALIDATE = [name for name, f in FAMILIES.items() if not f.fit]
