@@ -66,6 +66,7 @@ def test_independent_sin_and_cos_of_one_operand_pack_as_sincos_and_a_chain_does_
 
 def test_a_pack_past_max_members_splits_into_packs_of_at_least_min_members(monkeypatch):
     monkeypatch.setattr(packs, "MAX_MEMBERS", 10)
+    monkeypatch.setattr(packs, "MIN_MEMBERS", 4)
     xs = [sg.symbols(f"x{i}") for i in range(23)]
     found = packs.packs(_program(sum(sg.exp(x) * x for x in xs), xs))
     assert [(f, len(m)) for f, m in found] == [("vexp", 10), ("vexp", 13)]  # 3 join the last

@@ -26,12 +26,11 @@ from ...ir.ops import OPS
 from ...lower.schedule import Program
 from .batch import LIMITED
 
-# Fewest members a pack has (fewer: the libm calls stay), fitted on the FIT families, both
-# kernels in one process, interleaved (load ~2.4; benchmarks/results/onepoint.md, 2026-12-02):
-# 8 against 4 (6, 12): option_portfolio@6 219 against 245 ns (a pack of 6 logs lost), the
-# others alike (product_chain@33 540 -> 401 ns, arrhenius@31 297 -> 250, weibull@14 274 ->
-# 235). Packs of 1-3 (the vecmath call alone, scalar) lost 5-25% against glibc's calls.
-MIN_MEMBERS = 8
+# Fewest members of a candidate pack, which the module lists: the fewest any ISA runs as a
+# pack (runtime.simd.FEWEST; AVX2's costly functions). Whether a listed pack runs SIMD, and
+# over how many lanes, the lowering decides for the CPU it compiles for (runtime.simd, where
+# the fitted figures are), so generated text is the same on every machine.
+MIN_MEMBERS = 2
 MAX_MEMBERS = 256  # more: packs of this many (a pack's arrays live on the kernel's stack)
 PAIRS = {("vsin", "vcos"): "vsincos"}  # a sin and a cos of one operand: one call of both
 

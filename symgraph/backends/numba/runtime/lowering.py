@@ -26,6 +26,7 @@ from numba import types
 from numba.core import cgutils
 
 from ...imports import source_of
+from . import simd
 from .fastcall import add_fastcall
 
 _BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
@@ -34,10 +35,6 @@ _BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
 _COMPARE = {ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt,
             ast.GtE: operator.ge, ast.Eq: operator.eq, ast.NotEq: operator.ne}
 _CALLABLE = {"abs": abs, "max": max, "min": min, "math": math, "np": np}
-# A pack's loop runs over a multiple of this many operands (AVX-512's doubles, two AVX2
-# vectors): LLVM's vectorised loop then has no scalar remainder, whose vecmath iterations
-# cost more than libm's calls (FIT A/B, see backends.numba.packs).
-PACK_LANES = 8
 
 
 def _calls(node) -> bool:
@@ -302,9 +299,15 @@ def compile_steps(context, builder, pointer, impls, env=None, packs=()):
     def pack(function, limit, members, steps):
         """Compute the packed steps: their operands into an array, one loop of the vecmath
         function over it (LLVM vectorises it), a flag if any operand is beyond vecmath's
-        range (`limit`), and only then, a branch recomputing those with libm."""
+        range (`limit`), and only then, a branch recomputing those with libm. A pack too
+        small to pay on this CPU (`simd.pack_lanes`) is the row's libm calls, as listed."""
         intp = types.intp
-        n = -(-len(members) // PACK_LANES) * PACK_LANES  # whole vectors: no scalar remainder
+        n = simd.pack_lanes(function, len(members))  # whole vectors: no scalar remainder
+        if not n:
+            for member in members:
+                for target in member:
+                    assign(steps[target], top)
+            return
         calls = [[steps[t].value for t in member] for member in members]
         operands = [number(cs[0].args[0], top) for cs in calls]
         array = cgutils.alloca_once(builder, context.get_value_type(f64), size=n)
