@@ -25,11 +25,12 @@ from dataclasses import replace
 from ...ir.ops import OPS
 from ...lower.schedule import Program
 from .batch import LIMITED
+from .simd import fewest
 
-# Fewest members of a candidate pack, which the module lists: the fewest any ISA runs as a
-# pack (runtime.simd.FEWEST; AVX2's costly functions). Whether a listed pack runs SIMD, and
-# over how many lanes, the lowering decides for the CPU it compiles for (runtime.simd, where
-# the fitted figures are), so generated text is the same on every machine.
+# Fewest members of any pack the module lists (a floor; A/Bs raise it): a function's own is
+# simd.fewest, the fewest any ISA runs as a pack. Whether a listed pack runs SIMD, and over how
+# many lanes, the lowering decides for the CPU it compiles for (simd, where the fitted figures
+# are), so generated text is the same on every machine.
 MIN_MEMBERS = 2
 MAX_MEMBERS = 256  # more: packs of this many (a pack's arrays live on the kernel's stack)
 PAIRS = {("vsin", "vcos"): "vsincos"}  # a sin and a cos of one operand: one call of both
@@ -55,7 +56,8 @@ def limit(function: str) -> str:
 
 def packs(p: Program) -> list[tuple[str, tuple[tuple[str, ...], ...]]]:
     """`p`'s packs: (vecmath function, members), a member the targets of its call (two for a
-    sincos pair), in step order; only packs of at least MIN_MEMBERS members."""
+    sincos pair), in step order; only packs of at least MIN_MEMBERS members and of as many
+    as some ISA runs as a pack (simd.fewest)."""
     depth: dict[str, int] = {}
     groups: dict[tuple[str, int], dict[str, list[str]]] = {}  # (function, depth) -> operand
     for s in p.steps:
@@ -74,23 +76,23 @@ def packs(p: Program) -> list[tuple[str, tuple[tuple[str, ...], ...]]]:
                 continue
             others = groups[(second, d)]
             paired = [k for k in members if k in others and len(members[k]) == len(others[k]) == 1]
-            if len(paired) >= MIN_MEMBERS:
+            if len(paired) >= max(MIN_MEMBERS, fewest(both)):
                 found += _split(both, [(members[k][0], others[k][0]) for k in paired])
                 for k in paired:
                     del members[k], others[k]
     for (function, _), members in groups.items():
         single = [(t,) for targets in members.values() for t in targets]
-        if len(single) >= MIN_MEMBERS:
+        if len(single) >= max(MIN_MEMBERS, fewest(function)):
             found += _split(function, single)
     order = {s.target: k for k, s in enumerate(p.steps)}
     return sorted(found, key=lambda pack: order[pack[1][0][0]])
 
 
 def _split(function: str, members: list) -> list[tuple[str, tuple[tuple[str, ...], ...]]]:
-    """Packs of at most MAX_MEMBERS members (the last at least MIN_MEMBERS: it takes the
-    rest)."""
+    """Packs of at most MAX_MEMBERS members (the last at least MIN_MEMBERS and `function`'s
+    fewest: it takes the rest)."""
     cuts = list(range(0, len(members), MAX_MEMBERS))
-    if len(cuts) > 1 and len(members) - cuts[-1] < MIN_MEMBERS:
+    if len(cuts) > 1 and len(members) - cuts[-1] < max(MIN_MEMBERS, fewest(function)):
         cuts.pop()
     return [(function, tuple(members[a:b])) for a, b in zip(cuts, [*cuts[1:], len(members)])]
 

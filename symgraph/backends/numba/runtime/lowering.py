@@ -26,7 +26,7 @@ from numba import types
 from numba.core import cgutils
 
 from ...imports import source_of
-from . import simd
+from .. import simd
 from .fastcall import add_fastcall
 
 _BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,

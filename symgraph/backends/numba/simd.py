@@ -1,10 +1,12 @@
 """How a point kernel runs a pack (backends.numba.packs) on the CPU Numba compiles for.
 
-A generated module lists every candidate pack (packs.MIN_MEMBERS: the fewest members any ISA
-below runs), the same text on every machine; the lowering (`lowering.compile_steps`) asks
-`pack_lanes` at Numba compile time whether to run a pack as one vecmath loop, and over how
-many lanes, or as the row's plain libm calls. Numba's on-disk cache is keyed by the CPU's name
-and features, so a cache built on one ISA is never run on another.
+A generated module lists every candidate pack (`fewest`: the fewest members of a function any
+ISA below runs as a pack), the same text on every machine; the runtime's lowering
+(runtime.lowering's `compile_steps`) asks `pack_lanes` at Numba compile time whether to run a
+pack as one vecmath loop, and over how many lanes, or as the row's plain libm calls. Numba's
+on-disk cache is keyed by the CPU's name and features, so a cache built on one ISA is never
+run on another; this file is one of the runtime's (cache.runtime_files), so an edit of the
+rules is a new module text. No import of Numba but in `vector_doubles` (emit imports this).
 
 Fitted on the FIT families and on one-function A/Bs (N independent calls f(x_i), packed
 against unpacked, interleaved in one process; /tmp scripts, figures below), never on held-out
@@ -66,4 +68,7 @@ def pack_lanes(function: str, members: int, width: int | None = None) -> int:
     return -(-members // width) * width
 
 
-FEWEST = min(m for table in MEMBERS.values() for m in table.values())  # packs.MIN_MEMBERS
+def fewest(function: str) -> int:
+    """The fewest members of a pack of `function` that any ISA runs as a pack: fewer, the
+    module lists no pack (its calls stay in the row's order)."""
+    return min(table.get(function, table[""]) for table in MEMBERS.values())
