@@ -49,8 +49,7 @@ def summary(label: str, times: dict[str, float]) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     import symgraph as sg
-    from symgraph.backends.numba import packs
-    from symgraph.backends.numba.runtime import simd
+    from symgraph.backends.numba import packs, simd
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--families", default="fit", help="fit, validate or names")

@@ -24,8 +24,8 @@ from dataclasses import replace
 
 from ...ir.ops import OPS
 from ...lower.schedule import Program
+from . import simd
 from .batch import LIMITED
-from .simd import fewest
 
 # Fewest members of any pack the module lists (a floor; A/Bs raise it): a function's own is
 # simd.fewest, the fewest any ISA runs as a pack. Whether a listed pack runs SIMD, and over how
@@ -76,13 +76,13 @@ def packs(p: Program) -> list[tuple[str, tuple[tuple[str, ...], ...]]]:
                 continue
             others = groups[(second, d)]
             paired = [k for k in members if k in others and len(members[k]) == len(others[k]) == 1]
-            if len(paired) >= max(MIN_MEMBERS, fewest(both)):
+            if len(paired) >= max(MIN_MEMBERS, simd.fewest(both)):
                 found += _split(both, [(members[k][0], others[k][0]) for k in paired])
                 for k in paired:
                     del members[k], others[k]
     for (function, _), members in groups.items():
         single = [(t,) for targets in members.values() for t in targets]
-        if len(single) >= max(MIN_MEMBERS, fewest(function)):
+        if len(single) >= max(MIN_MEMBERS, simd.fewest(function)):
             found += _split(function, single)
     order = {s.target: k for k, s in enumerate(p.steps)}
     return sorted(found, key=lambda pack: order[pack[1][0][0]])
@@ -92,7 +92,7 @@ def _split(function: str, members: list) -> list[tuple[str, tuple[tuple[str, ...
     """Packs of at most MAX_MEMBERS members (the last at least MIN_MEMBERS and `function`'s
     fewest: it takes the rest)."""
     cuts = list(range(0, len(members), MAX_MEMBERS))
-    if len(cuts) > 1 and len(members) - cuts[-1] < max(MIN_MEMBERS, fewest(function)):
+    if len(cuts) > 1 and len(members) - cuts[-1] < max(MIN_MEMBERS, simd.fewest(function)):
         cuts.pop()
     return [(function, tuple(members[a:b])) for a, b in zip(cuts, [*cuts[1:], len(members)])]
 
