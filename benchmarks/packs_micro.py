@@ -1,7 +1,7 @@
 """Per-function A/B of the point kernels' packs (symgraph.backends.numba.simd's rules): N
-independent calls of one function, ``sum((k + 1.5) * f(x_k))``, its value and gradient by
-``fn.value_and_grad_floats`` unpacked and packed at each vector width asked for, timed in one
-process, the variants taking turns (benchmarks.onepoint's `best_times`).
+independent calls of one function, ``sum((k + 1.5) * f(x_k))`` (for pow, ``x_k ** e``), its
+value and gradient by ``fn.value_and_grad_floats`` unpacked and packed at each vector width
+asked for, timed in one process, the variants taking turns (benchmarks.onepoint's `best_times`).
 
     python -m benchmarks.packs_micro --functions exp,log,tanh,sin --members 2,3,4,8 --widths 4,8
 
@@ -22,7 +22,8 @@ import numpy as np
 
 from benchmarks.onepoint import best_times
 
-BOX = {"log": (0.5, 3.0), "lgamma": (0.5, 5.0), "digamma": (0.5, 5.0), "log1p": (0.1, 2.0)}
+BOX = {"log": (0.5, 3.0), "pow": (0.5, 3.0), "lgamma": (0.5, 5.0), "digamma": (0.5, 5.0),
+       "log1p": (0.1, 2.0)}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -43,9 +44,14 @@ def main(argv: list[str] | None = None) -> None:
         for f in options.functions.split(","):
             for n in (int(v) for v in options.members.split(",")):
                 xs = [sg.symbols(f"x{i}") for i in range(n)]
-                expr = sum(getattr(sg, f)(x) * (k + 1.5) for k, x in enumerate(xs))
                 low, high = BOX.get(f, (-2.0, 2.0))
                 point = [float(v) for v in np.random.default_rng(1).uniform(low, high, n)]
+                if f == "pow":  # x_k ** e: its gradient logs the x_k too (log x_k * x_k ** e)
+                    e = sg.symbols("e")
+                    expr, point = sum(x**e * (k + 1.5) for k, x in enumerate(xs)), [*point, 1.7]
+                    xs = [*xs, e]
+                else:
+                    expr = sum(getattr(sg, f)(x) * (k + 1.5) for k, x in enumerate(xs))
                 calls = {}
                 for name, width in [("plain", None), *((f"W{w}", w) for w in widths)]:
                     packs.MIN_MEMBERS = 10**9 if width is None else 1

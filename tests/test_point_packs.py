@@ -161,8 +161,10 @@ def test_a_module_lists_the_packs_some_isa_runs_and_no_smaller_one():
 def test_pack_lanes_follow_the_vector_width_and_each_functions_break_even():
     assert [simd.pack_lanes("vexp", n, 8) for n in (2, 7, 8, 9, 17)] == [0, 0, 8, 16, 24]
     assert [simd.pack_lanes("vsincos", n, 8) for n in (2, 7, 8)] == [0, 0, 8]
-    assert [simd.pack_lanes("vexp", n, 4) for n in (2, 3, 4, 5, 9)] == [0, 0, 4, 8, 12]
-    assert [simd.pack_lanes("vtanh", n, 4) for n in (1, 2, 3, 5)] == [0, 4, 4, 8]
+    assert [simd.pack_lanes("vexp", n, 4) for n in (2, 3, 4, 5, 9)] == [0, 0, 8, 8, 12]
+    assert [simd.pack_lanes("vtanh", n, 4) for n in (1, 2, 3, 5, 13)] == [0, 8, 8, 8, 16]
+    assert [simd.pack_lanes("vlgamma", n, 4) for n in (1, 2, 4, 5)] == [0, 4, 4, 8]
+    assert [simd.pack_lanes("vpow", n, w) for n in (2, 8) for w in (4, 8)] == [8, 0, 8, 8]
     assert [simd.pack_lanes("vsin", n, 2) for n in (2, 8, 64)] == [0, 0, 0]  # SSE: libm
 
 
@@ -204,3 +206,27 @@ def test_a_small_pack_is_simd_on_avx2_and_libm_calls_on_avx512_from_the_same_tex
         np.testing.assert_allclose(simd_[number], want[number], rtol=1e-12, atol=1e-300)
         differs |= simd_.tobytes() != want.tobytes()
     assert differs  # (vecmath's tanh ran: not libm's bits everywhere)
+
+
+@pytest.mark.parametrize("width", [4, 8])
+def test_a_pow_pack_is_within_ulps_of_libm_pow_and_libms_bits_where_vpow_is_off(
+        width, tmp_path, monkeypatch):
+    # x_k ** e: one pack of 10 vpow calls (two operands); d/dx_k = (k + 1.5) e x_k**(e - 1),
+    # pow_prev of the packed power: a few ulps of libm's, its bits where vpowoff holds
+    xs = [sg.symbols(f"x{i}") for i in range(10)]
+    e = sg.symbols("e")
+    expr = sum((k + 1.5) * x**e for k, x in enumerate(xs))
+    packed = _compiled(expr, [*xs, e], tmp_path, True, monkeypatch, width)
+    assert "'vpow', 'vpowoff(x, y)'" in packed.source
+    plain = _compiled(expr, [*xs, e], tmp_path, False, monkeypatch)
+    rng = np.random.default_rng(3)
+    edges = [0.0, -1.0, 1e-300, 1e300, math.inf, math.nan, 2.5, 1e-5, 0.5, 7.0]
+    points = [[*rng.uniform(0.01, 20.0, 10), y] for y in rng.uniform(-6, 6, 150)] + [
+        [*edges, y] for y in (1.7, -3.0, 40.0, 0.0, 1e300, math.nan)]
+    for point in points:
+        got, want = _both(packed, point)[1:11], _both(plain, point)[1:11]
+        assert np.all(_ulps(got, want) <= 4.0), (point, got, want)
+        x, y = np.array(point[:10]), point[10]
+        with np.errstate(all="ignore"):
+            off = ~(x > 0) | ~(x < math.inf) | (y != y) | (abs(y * np.log(x)) > 15.9)
+        assert got[off].tobytes() == want[off].tobytes(), point

@@ -20,12 +20,15 @@ from __future__ import annotations
 
 import heapq
 import re
+from collections.abc import Sequence
 from dataclasses import replace
 
 from ...ir.ops import OPS
 from ...lower.schedule import Program
+from ..common import operand_text
 from . import simd
 from .batch import LIMITED
+from .simd import OPERAND_NAMES
 
 # Fewest members of any pack the module lists (a floor; A/Bs raise it): a function's own is
 # simd.fewest, the fewest any ISA runs as a pack. Whether a listed pack runs SIMD, and over how
@@ -34,24 +37,33 @@ from .batch import LIMITED
 MIN_MEMBERS = 2
 MAX_MEMBERS = 256  # more: packs of this many (a pack's arrays live on the kernel's stack)
 PAIRS = {("vsin", "vcos"): "vsincos"}  # a sin and a cos of one operand: one call of both
+# Functions of several operands that pack (a pack of x**y: glibc's pow is ~4x its exp)
+SEVERAL = {"vpow"}
 
 
-def packable(op: str) -> str | None:
-    """The vecmath function a step of `op` packs into, or None: its lane template is that one
-    call of the operand and its Numba template one call too (the libm fix-up)."""
+def packable(op: str, operands: Sequence[str] = ("x",)) -> str | None:
+    """The vecmath function a step of `op` on `operands` (their texts) packs into, or None:
+    its lane template is that one call of the operands and its Numba template one call of
+    them too (the libm fix-up). Of functions of several operands, only `SEVERAL`'s."""
     spec = OPS[op]
-    if spec.lanes is None or not isinstance(spec.lanes, str) or not isinstance(spec.nb, str):
+    if spec.lanes is None or spec.nb is None or len(operands) != spec.arity:
         return None
-    lane = re.fullmatch(r"(v[a-z0-9]+)\(\{0\}\)", spec.lanes)
-    return lane.group(1) if lane and re.fullmatch(r"[\w.]+\(\{0\}\)", spec.nb) else None
+    texts = list(operands)
+    lane = re.fullmatch(r"(v[a-z0-9]+)\((.*)\)", spec.render("lanes", texts))
+    libm = spec.render("nb", texts)
+    call = re.fullmatch(r"[\w.]+\((.*)\)", libm)  # or x ** y: Numba's pow, as a call
+    if not (lane and lane.group(2) == ", ".join(texts)
+            and (call and call.group(1) == lane.group(2) or libm == " ** ".join(texts))):
+        return None  # (pow's small integer powers: products, no call)
+    return lane.group(1) if len(texts) == 1 or lane.group(1) in SEVERAL else None
 
 
 def limit(function: str) -> str:
-    """The condition on an operand ``x`` under which the libm value replaces vecmath's ("" when
-    vecmath is exact everywhere)."""
+    """The condition on the operands ``x`` (and ``y``) under which the libm value replaces
+    vecmath's ("" when vecmath is exact everywhere)."""
     parts = [f for f, pair in PAIRS.items() if pair == function]
     names = parts[0] if parts else (function,)
-    return next((LIMITED[n].format("x") for n in names if n in LIMITED), "")
+    return next((LIMITED[n].format(*OPERAND_NAMES) for n in names if n in LIMITED), "")
 
 
 def packs(p: Program) -> list[tuple[str, tuple[tuple[str, ...], ...]]]:
@@ -62,7 +74,7 @@ def packs(p: Program) -> list[tuple[str, tuple[tuple[str, ...], ...]]]:
     groups: dict[tuple[str, int], dict[str, list[str]]] = {}  # (function, depth) -> operand
     for s in p.steps:
         d = max((depth.get(o.value, 0) for o in s.operands if o.kind == "name"), default=0)
-        function = packable(s.op)
+        function = packable(s.op, [operand_text(o) for o in s.operands])
         if function is None:
             depth[s.target] = d
             continue
