@@ -4,14 +4,16 @@ process, the variants taking turns (benchmarks.onepoint's `best_times`).
 
     python -m benchmarks.packs_ab --families fit --thresholds 4,8      # fit on these only
     python -m benchmarks.packs_ab --families validate --thresholds 8   # held out
-    python -m benchmarks.packs_ab --families fit --thresholds 8/8,2    # AVX-512's rule, host's
+    python -m benchmarks.packs_ab --families fit --thresholds 8/8-pow,2  # before, now
 
-A variant is ``M`` (packs.MIN_MEMBERS, the candidates the module lists; the lowering runs
-them as the host's rule says: runtime.simd) or ``M/W``: the lowering as on a CPU of W doubles
-a vector (``8/8`` is the rule fitted on AVX-512, on any host). A row's ``-`` marks a variant
-with no pack listed (the unpacked kernel, compiled again). ``--random`` times a random point
-of the box instead of its midpoint (a symmetric box's midpoint is 0, where glibc's tanh and
-log take shortcuts that vecmath, branch-free, does not). The end gives each variant's
+A variant is ``M`` (packs.MIN_MEMBERS, the floor of the candidates the module lists; the
+lowering runs them as the host's rule says: backends.numba.simd) or ``M/W``: the lowering as
+on a CPU of W doubles a vector (``8/8`` is the rule fitted on AVX-512, on any host);
+``-pow`` after either: no pack of x ** y (``8/8-pow`` is the rule before packs were fitted
+for AVX2, at b1ffcc8). A row's ``-`` marks a variant with no pack listed (the unpacked
+kernel, compiled again). ``--random`` times a random point of the box instead of its
+midpoint (a symmetric box's midpoint is 0, where glibc's tanh and log take shortcuts that
+vecmath, branch-free, does not). The end gives each variant's
 distribution: min, median, the worst five and how many are within 0.5 us.
 """
 
@@ -31,10 +33,12 @@ from benchmarks.onepoint import TARGET_S, best_times
 NONE = 10**9  # a threshold no pack reaches
 
 
-def _variant(text: str) -> tuple[int, int | None]:
-    """(MIN_MEMBERS, doubles a vector or None for the host's) of ``M`` or ``M/W``."""
+def _variant(text: str) -> tuple[int, int | None, bool]:
+    """(MIN_MEMBERS, doubles a vector or None for the host's, whether x ** y packs) of ``M``
+    or ``M/W``, ``-pow`` after either: no pow packs."""
+    text, pow_ = text.removesuffix("-pow"), not text.endswith("-pow")
     m, _, w = text.partition("/")
-    return int(m), int(w) if w else None
+    return int(m), int(w) if w else None, pow_
 
 
 def summary(label: str, times: dict[str, float]) -> str:
@@ -61,7 +65,7 @@ def main(argv: list[str] | None = None) -> None:
     names = {"fit": families.FIT, "validate": families.VALIDATE}.get(
         options.families, options.families.split(","))
     variants = options.thresholds.split(",")
-    host = simd.vector_doubles
+    host, several = simd.vector_doubles, packs.SEVERAL
     print(f"load average {os.getloadavg()[0]:.1f} at the start; host {host()} doubles a vector")
     worst = (0.0, "")
     every: dict[str, dict[str, float]] = {v: {} for v in ["none", *variants]}
@@ -75,8 +79,9 @@ def main(argv: list[str] | None = None) -> None:
             x = [float(v) for v in point]
             calls, packed = {}, {}
             for k, v in enumerate(["none", *variants]):
-                m, width = (NONE, None) if v == "none" else _variant(v)
+                m, width, pow_ = (NONE, None, True) if v == "none" else _variant(v)
                 packs.MIN_MEMBERS = m
+                packs.SEVERAL = several if pow_ else set()
                 simd.vector_doubles = host if width is None else (lambda w=width: w)
                 for module in [k for k in sys.modules if k.startswith("symgraph_generated_")]:
                     del sys.modules[module]  # the same text: its own kernels, compiled again
