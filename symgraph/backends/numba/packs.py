@@ -11,9 +11,15 @@ range (batch.LIMITED) are computed again with libm, as lane kernels do. A sin an
 operand are one member of a ``vsincos`` pack (one argument reduction for both).
 
 Only what the op table says is packable: ops whose lane template is one vecmath call of the
-operand and whose Numba template one libm call of it. The steps are reordered (a stable
+operand and whose Numba template one libm call of it; of two operands, x ** y (vpow, `SEVERAL`;
+its small integer powers are products, no call). The steps are reordered (a stable
 topological order) so that a pack's steps stand together, after every operand they read:
 the row kernel runs the same statements in that order (the same bits).
+
+The module lists every pack that some ISA runs (simd.fewest), the same text on every machine;
+whether a listed pack runs as a vecmath loop on this CPU, and over how many lanes, the lowering
+decides when Numba compiles (simd.pack_lanes: AVX2 and AVX-512 fitted apart); one it does not
+run so is the row's libm calls, in the listed order.
 """
 
 from __future__ import annotations
