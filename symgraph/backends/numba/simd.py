@@ -31,9 +31,11 @@ a member against the unpacked kernel; single runs move by ~3-6 ns a member.
   at least 8 lanes: cosh -11 / -17 / -14, sinh -19 / -29 (4 lanes), tanh -10 / -5 / -4, sin
   -4 / -8 / -9, pow -2 / -8 / -10, lgamma -11 / -24 / -29 at 4 lanes), from 4 for the cheap
   ones (exp +2 / 0 / -1, log +4 / +1 / -2, erf +8 / -5 / -3, log1p -3 / -3 / -14, atan -3 /
-  ? / -9). FIT at ~100 operations (packs_ab --random, old rule against this one): weibull@14
-  -8%, product_chain@33 -22%, mlp_loss@4 -17% against unpacked under either rule;
-  option_portfolio@6 +3% packed under the old rule, -4% under this one.
+  ? / -9; log1p and atan gain from 2 at 8 lanes, by ~3 ns a member: within a run's noise,
+  so they keep the default). FIT at ~100 operations (packs_ab --random, before (8/8-pow)
+  against this rule, in turns): weibull@14 596 -> 459 ns (its 14 x ** k),
+  option_portfolio@6 421 -> 392, product_chain@3 260 -> 224, the rest within noise (+-7%);
+  benchmarks/results/packs_avx2.md.
 * Anything else (SSE only): never packed (not measured; two lanes a vector).
 """
 
