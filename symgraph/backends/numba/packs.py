@@ -43,7 +43,7 @@ from .simd import OPERAND_NAMES
 MIN_MEMBERS = 2
 MAX_MEMBERS = 256  # more: packs of this many (a pack's arrays live on the kernel's stack)
 PAIRS = {("vsin", "vcos"): "vsincos"}  # a sin and a cos of one operand: one call of both
-# Functions of several operands that pack (a pack of x**y: glibc's pow is ~4x its exp)
+# Functions of several operands that pack (x ** y, 8 of them: 367 -> 290 ns; packs_micro)
 SEVERAL = {"vpow"}
 
 
