@@ -100,8 +100,12 @@ def _numba_twins(expr, args):
     steps function: Numba's own front end, the reference for the machine code's numbers."""
     from numba import njit
 
-    fn = sg.compile(expr, args)
-    reference = njit(error_model="numpy")(fn.module.value_grad_steps)
+    from symgraph.backends.numba import packs
+
+    with pytest.MonkeyPatch.context() as m:  # no packs: their vecmath calls are within an ulp
+        m.setattr(packs, "MIN_MEMBERS", 10**9)  # of libm's (tests/test_point_packs.py)
+        fn = sg.compile(expr, args)
+        reference = njit(error_model="numpy")(fn.module.value_grad_steps)  # (made here)
 
     def point(x, out):  # the one-point kernel (the steps lowered for a tuple of floats)
         out[0], out[1:] = fn.value_and_grad(*x.tolist())

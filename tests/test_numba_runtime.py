@@ -16,7 +16,7 @@ import pytest
 
 import symgraph as sg
 from symgraph.backends.numba import cache as numba_cache
-from symgraph.backends.numba import runtime
+from symgraph.backends.numba import packs, runtime
 from symgraph.backends.numba.batch import uses_lanes
 from symgraph.runtime.loading import load_source
 
@@ -69,7 +69,10 @@ def lowered():
     """The numbers of the lowered kernels, in this process."""
     namespace = {"sg": sg}
     exec(EXPRESSION, namespace)  # the test's own constant text, not user input
-    fn = sg.compile(namespace["expr"], [namespace["x"], namespace["y"]], strategy="straight")
+    with pytest.MonkeyPatch.context() as m:  # no packs: their vecmath calls are within an ulp
+        m.setattr(packs, "MIN_MEMBERS", 10**9)  # of libm's, which the plain fallback calls
+        fn = sg.compile(namespace["expr"], [namespace["x"], namespace["y"]],
+                        strategy="straight")
     assert all(uses_lanes(p) for p in fn.programs)  # the batch runs lane code
     X = np.array(POINTS)
     rows = np.array([np.r_[fn.value_and_grad(*p)] for p in X])
@@ -152,10 +155,10 @@ def test_a_change_of_the_runtime_gives_a_new_module_file(tmp_path, monkeypatch, 
         numba_cache.runtime_digest.cache_clear()
 
 
-def test_runtime_digest_covers_the_lowering_claims_lanes_adapter_and_vecmath():
+def test_runtime_digest_covers_the_lowering_claims_lanes_adapter_vecmath_and_simd():
     names = {path.name for path in numba_cache.runtime_files()}
     assert {"__init__.py", "lowering.py", "lanes.py", "claims.py", "plain.py", "probe.py",
-            "vecmath.py"} <= names
+            "vecmath.py", "simd.py"} <= names  # simd: which packs run SIMD on this CPU
 
 
 def test_only_the_runtime_adapter_imports_numbas_code_generation_internals():

@@ -168,12 +168,13 @@ def drop_if_changed(dispatchers: Iterable[Any], sources: Iterable[str]) -> bool:
 
 def runtime_files() -> list[Path]:
     """The files whose code a generated Numba module's machine code holds besides its own:
-    the runtime package (lowering, lanes, claims, the adapter) and vecmath, which the lowering
-    inlines, and the special functions the op table's templates call (compiled into it)."""
+    the runtime package (lowering, lanes, claims, the adapter), vecmath, which the lowering
+    inlines, simd (which packs it runs on this CPU), and the special functions the op table's
+    templates call (compiled into it)."""
     here = Path(__file__).resolve().parent
     return sorted((here / "runtime").glob("*.py")) + [
         here / "vecmath.py", here / "vecmath_log.py", here / "vecmath_gamma.py",
-        here / "special.py"] + [
+        here / "special.py", here / "simd.py"] + [
         here.parent.parent / "ir" / f"{name}.py" for name in (
             "special", "special_bessel", "special_erf", "special_gamma", "special_lgamma")]
 

@@ -11,57 +11,76 @@ range (batch.LIMITED) are computed again with libm, as lane kernels do. A sin an
 operand are one member of a ``vsincos`` pack (one argument reduction for both).
 
 Only what the op table says is packable: ops whose lane template is one vecmath call of the
-operand and whose Numba template one libm call of it. The steps are reordered (a stable
+operand and whose Numba template one libm call of it; of two operands, x ** y (vpow, `SEVERAL`;
+its small integer powers are products, no call). The steps are reordered (a stable
 topological order) so that a pack's steps stand together, after every operand they read:
 the row kernel runs the same statements in that order (the same bits).
+
+The module lists every pack that some ISA runs (simd.fewest), the same text on every machine;
+whether a listed pack runs as a vecmath loop on this CPU, and over how many lanes, the lowering
+decides when Numba compiles (simd.pack_lanes: AVX2 and AVX-512 fitted apart); one it does not
+run so is the row's libm calls, in the listed order.
 """
 
 from __future__ import annotations
 
 import heapq
 import re
+from collections.abc import Sequence
 from dataclasses import replace
 
 from ...ir.ops import OPS
 from ...lower.schedule import Program
+from ..common import operand_text
+from . import simd
 from .batch import LIMITED
+from .simd import OPERAND_NAMES
 
-# Fewest members a pack has (fewer: the libm calls stay), fitted on the FIT families, both
-# kernels in one process, interleaved (load ~2.4; benchmarks/results/onepoint.md, 2026-12-02):
-# 8 against 4 (6, 12): option_portfolio@6 219 against 245 ns (a pack of 6 logs lost), the
-# others alike (product_chain@33 540 -> 401 ns, arrhenius@31 297 -> 250, weibull@14 274 ->
-# 235). Packs of 1-3 (the vecmath call alone, scalar) lost 5-25% against glibc's calls.
-MIN_MEMBERS = 8
+# Fewest members of any pack the module lists (a floor; A/Bs raise it): a function's own is
+# simd.fewest, the fewest any ISA runs as a pack. Whether a listed pack runs SIMD, and over how
+# many lanes, the lowering decides for the CPU it compiles for (simd, where the fitted figures
+# are), so generated text is the same on every machine.
+MIN_MEMBERS = 2
 MAX_MEMBERS = 256  # more: packs of this many (a pack's arrays live on the kernel's stack)
 PAIRS = {("vsin", "vcos"): "vsincos"}  # a sin and a cos of one operand: one call of both
+# Functions of several operands that pack (x ** y, 8 of them: 367 -> 290 ns; packs_micro)
+SEVERAL = {"vpow"}
 
 
-def packable(op: str) -> str | None:
-    """The vecmath function a step of `op` packs into, or None: its lane template is that one
-    call of the operand and its Numba template one call too (the libm fix-up)."""
+def packable(op: str, operands: Sequence[str] = ("x",)) -> str | None:
+    """The vecmath function a step of `op` on `operands` (their texts) packs into, or None:
+    its lane template is that one call of the operands and its Numba template one call of
+    them too (the libm fix-up). Of functions of several operands, only `SEVERAL`'s."""
     spec = OPS[op]
-    if spec.lanes is None or not isinstance(spec.lanes, str) or not isinstance(spec.nb, str):
+    if spec.lanes is None or spec.nb is None or len(operands) != spec.arity:
         return None
-    lane = re.fullmatch(r"(v[a-z0-9]+)\(\{0\}\)", spec.lanes)
-    return lane.group(1) if lane and re.fullmatch(r"[\w.]+\(\{0\}\)", spec.nb) else None
+    texts = list(operands)
+    lane = re.fullmatch(r"(v[a-z0-9]+)\((.*)\)", spec.render("lanes", texts))
+    libm = spec.render("nb", texts)
+    call = re.fullmatch(r"[\w.]+\((.*)\)", libm)  # or x ** y: Numba's pow, as a call
+    if not (lane and lane.group(2) == ", ".join(texts)
+            and (call and call.group(1) == lane.group(2) or libm == " ** ".join(texts))):
+        return None  # (pow's small integer powers: products, no call)
+    return lane.group(1) if len(texts) == 1 or lane.group(1) in SEVERAL else None
 
 
 def limit(function: str) -> str:
-    """The condition on an operand ``x`` under which the libm value replaces vecmath's ("" when
-    vecmath is exact everywhere)."""
+    """The condition on the operands ``x`` (and ``y``) under which the libm value replaces
+    vecmath's ("" when vecmath is exact everywhere)."""
     parts = [f for f, pair in PAIRS.items() if pair == function]
     names = parts[0] if parts else (function,)
-    return next((LIMITED[n].format("x") for n in names if n in LIMITED), "")
+    return next((LIMITED[n].format(*OPERAND_NAMES) for n in names if n in LIMITED), "")
 
 
 def packs(p: Program) -> list[tuple[str, tuple[tuple[str, ...], ...]]]:
     """`p`'s packs: (vecmath function, members), a member the targets of its call (two for a
-    sincos pair), in step order; only packs of at least MIN_MEMBERS members."""
+    sincos pair), in step order; only packs of at least MIN_MEMBERS members and of as many
+    as some ISA runs as a pack (simd.fewest)."""
     depth: dict[str, int] = {}
     groups: dict[tuple[str, int], dict[str, list[str]]] = {}  # (function, depth) -> operand
     for s in p.steps:
         d = max((depth.get(o.value, 0) for o in s.operands if o.kind == "name"), default=0)
-        function = packable(s.op)
+        function = packable(s.op, [operand_text(o) for o in s.operands])
         if function is None:
             depth[s.target] = d
             continue
@@ -75,23 +94,23 @@ def packs(p: Program) -> list[tuple[str, tuple[tuple[str, ...], ...]]]:
                 continue
             others = groups[(second, d)]
             paired = [k for k in members if k in others and len(members[k]) == len(others[k]) == 1]
-            if len(paired) >= MIN_MEMBERS:
+            if len(paired) >= max(MIN_MEMBERS, simd.fewest(both)):
                 found += _split(both, [(members[k][0], others[k][0]) for k in paired])
                 for k in paired:
                     del members[k], others[k]
     for (function, _), members in groups.items():
         single = [(t,) for targets in members.values() for t in targets]
-        if len(single) >= MIN_MEMBERS:
+        if len(single) >= max(MIN_MEMBERS, simd.fewest(function)):
             found += _split(function, single)
     order = {s.target: k for k, s in enumerate(p.steps)}
     return sorted(found, key=lambda pack: order[pack[1][0][0]])
 
 
 def _split(function: str, members: list) -> list[tuple[str, tuple[tuple[str, ...], ...]]]:
-    """Packs of at most MAX_MEMBERS members (the last at least MIN_MEMBERS: it takes the
-    rest)."""
+    """Packs of at most MAX_MEMBERS members (the last at least MIN_MEMBERS and `function`'s
+    fewest: it takes the rest)."""
     cuts = list(range(0, len(members), MAX_MEMBERS))
-    if len(cuts) > 1 and len(members) - cuts[-1] < MIN_MEMBERS:
+    if len(cuts) > 1 and len(members) - cuts[-1] < max(MIN_MEMBERS, simd.fewest(function)):
         cuts.pop()
     return [(function, tuple(members[a:b])) for a, b in zip(cuts, [*cuts[1:], len(members)])]
 

@@ -21,10 +21,11 @@ A call of ``fn.value_and_grad(x, y)`` is one small Python function and one compi
   length, any strides).
   Names, batches and a wrong ``out`` go to ``_slow`` too.
 
-Both kernels compute a program's packs (backends.numba.packs: at least 8 independent calls
-of one vecmath function, ``NAME_packs`` in the module) SIMD lanes at a time, the rest as the
-row does: their numbers are the row's within an ulp per packed call (as lane kernels' are),
-libm's bits beyond vecmath's exact range, and the same for numbers and arrays.
+Both kernels compute a program's packs (backends.numba.packs: independent calls of one
+vecmath function, ``NAME_packs`` in the module, as many as this CPU's rule asks for:
+backends.numba.simd) SIMD lanes at a time, the rest as the row does: their numbers are the
+row's within an ulp per packed call (as lane kernels' are), libm's bits beyond vecmath's
+exact range, and the same for numbers and arrays.
 
 They exist only for a scalar expression's ``value`` and ``value_grad`` programs with at most
 `MAX_INPUTS` inputs (beyond that, a point goes through the row kernel as before). The kernels

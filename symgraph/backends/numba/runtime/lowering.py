@@ -26,6 +26,8 @@ from numba import types
 from numba.core import cgutils
 
 from ...imports import source_of
+from .. import simd
+from ..simd import OPERAND_NAMES
 from .fastcall import add_fastcall
 
 _BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
@@ -34,10 +36,6 @@ _BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
 _COMPARE = {ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt,
             ast.GtE: operator.ge, ast.Eq: operator.eq, ast.NotEq: operator.ne}
 _CALLABLE = {"abs": abs, "max": max, "min": min, "math": math, "np": np}
-# A pack's loop runs over a multiple of this many operands (AVX-512's doubles, two AVX2
-# vectors): LLVM's vectorised loop then has no scalar remainder, whose vecmath iterations
-# cost more than libm's calls (FIT A/B, see backends.numba.packs).
-PACK_LANES = 8
 
 
 def _calls(node) -> bool:
@@ -302,35 +300,45 @@ def compile_steps(context, builder, pointer, impls, env=None, packs=()):
     def pack(function, limit, members, steps):
         """Compute the packed steps: their operands into an array, one loop of the vecmath
         function over it (LLVM vectorises it), a flag if any operand is beyond vecmath's
-        range (`limit`), and only then, a branch recomputing those with libm."""
+        range (`limit`), and only then, a branch recomputing those with libm. A pack too
+        small to pay on this CPU (`simd.pack_lanes`) is the row's libm calls, as listed."""
         intp = types.intp
-        n = -(-len(members) // PACK_LANES) * PACK_LANES  # whole vectors: no scalar remainder
+        n = simd.pack_lanes(function, len(members))  # whole vectors: no scalar remainder
+        if not n:
+            for member in members:
+                for target in member:
+                    assign(steps[target], top)
+            return
         calls = [[steps[t].value for t in member] for member in members]
-        operands = [number(cs[0].args[0], top) for cs in calls]
-        array = cgutils.alloca_once(builder, context.get_value_type(f64), size=n)
-        array.align = 64
-        results = []
-        for _ in members[0]:
-            results.append(cgutils.alloca_once(builder, context.get_value_type(f64), size=n))
-            results[-1].align = 64
-        for k in range(n):  # the padding lanes compute f(1.0): in every function's range
-            value = operands[k] if k < len(operands) else context.get_constant(f64, 1.0)
-            builder.store(value, builder.gep(array, [context.get_constant(intp, k)]))
+        operands = [[number(a, top) for a in (cs[0].args if isinstance(cs[0], ast.Call)
+                                             else (cs[0].left, cs[0].right))]  # x ** y
+                    for cs in calls]
+        arrays = [cgutils.alloca_once(builder, context.get_value_type(f64), size=n)
+                  for _ in operands[0]]
+        results = [cgutils.alloca_once(builder, context.get_value_type(f64), size=n)
+                   for _ in members[0]]
+        for array in arrays + results:
+            array.align = 64
+        for k in range(n):  # the padding lanes compute f(1.0, ...): in every function's range
+            for j, array in enumerate(arrays):
+                value = operands[k][j] if k < len(operands) else context.get_constant(f64, 1.0)
+                builder.store(value, builder.gep(array, [context.get_constant(intp, k)]))
         test = ast.parse(limit, mode="eval").body if limit else None
         flag = cgutils.alloca_once_value(builder, cgutils.false_bit)
         with cgutils.for_range(builder, context.get_constant(intp, n)) as loop:
-            x = builder.load(builder.gep(array, [loop.index]))
-            values = inline(getattr(vecmath, function), [(x, f64)])
+            xs = [(builder.load(builder.gep(a, [loop.index])), f64) for a in arrays]
+            values = inline(getattr(vecmath, function), xs)
             for result, (value, _) in zip(results, values if isinstance(values, list)
                                           else [values]):
                 builder.store(value, builder.gep(result, [loop.index]))
             if test is not None:
-                builder.store(builder.or_(builder.load(flag), condition(test, {"x": (x, f64)})),
-                              flag)
+                builder.store(builder.or_(builder.load(flag), condition(
+                    test, dict(zip(OPERAND_NAMES, xs)))), flag)
         if test is not None:
             with builder.if_then(builder.load(flag), likely=False):
-                for k, (x, member) in enumerate(zip(operands, calls)):
-                    with builder.if_then(condition(test, {"x": (x, f64)})):
+                for k, (xs, member) in enumerate(zip(operands, calls)):
+                    with builder.if_then(condition(test, dict(zip(
+                            OPERAND_NAMES, [(x, f64) for x in xs])))):
                         for result, call in zip(results, member):  # libm, as the row's step
                             builder.store(number(call, top), builder.gep(
                                 result, [context.get_constant(intp, k)]))
