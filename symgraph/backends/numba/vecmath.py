@@ -1,5 +1,7 @@
-"""Vectorisable float64 elementary functions for Numba loops (exp, log, pow, sin, cos, atan, tanh,
-erf, hypot, sinh, cosh...).
+"""Vectorisable float64 elementary functions for Numba loops (exp, log, log2, log10, pow, sin, cos,
+tan, atan, tanh, atanh, erf, hypot, sinh, cosh, xlogy...). Some live in modules of their own,
+imported here by name: the logarithms, atanh and xlogy in `vecmath_log`, sine, cosine and
+tangent in `vecmath_trig`, lgamma and digamma in `vecmath_gamma` (on first use).
 
 LLVM cannot vectorise a loop that calls libm, so ``out[j] = math.exp(x[j])`` costs a scalar call
 (~15 ns) per point. The functions here are straight-line arithmetic, comparisons and selects
@@ -19,7 +21,7 @@ double-double so the final rounding dominates the error. Polynomial coefficients
 fits (``mpmath.chebyfit`` at 200 bits) of each function's reduced kernel, rounded to float64.
 Measured max errors against mpmath (at 120 bits) are stated in each docstring.
 
-sin/cos reduce exactly only for ``abs(x) <= SIN_COS_LIMIT``; beyond it their result is
+sin/cos/tan reduce exactly only for ``abs(x) <= SIN_COS_LIMIT``; beyond it their result is
 unspecified (finite or nan). Callers recompute such lanes with ``math.sin``/``math.cos`` in a
 scalar fix-up loop that practice never enters, as `vsin_array` / `vcos_array` do.
 
