@@ -161,11 +161,13 @@ def test_every_op_runs_alike_on_the_point_interpreter_rows_and_lanes(name, monke
         assert lanes.tobytes() == rows.tobytes()  # the row path's template: bit for bit
         return
     # A two-operand vecmath op (vpow, vatan2, vhypot) in the lanes: within an ulp of libm, and
-    # libm's own numbers where its flag sends a lane to libm (zeros, infinities, nan: X[:4]).
+    # libm's own numbers where its flag sends a lane to libm (zeros, infinities, nan: X[:4]);
+    # xlogy within two (a log then a product on both sides, test_vecmath).
     special = ~np.isfinite(rows) | (rows == 0.0)
     special[:4] = True
     assert lanes[special].tobytes() == rows[special].tobytes()
-    np.testing.assert_array_max_ulp(lanes[~special], rows[~special], maxulp=1)
+    np.testing.assert_array_max_ulp(lanes[~special], rows[~special],
+                                    maxulp=2 if name == "xlogy" else 1)
 
 
 def test_a_standard_tape_pickles_without_its_interpreters_source():
