@@ -63,25 +63,29 @@ def _log_kernel(x, corr):
 
 
 @_jit(error_model="numpy", forceinline=True)
-def _log_dd(x):
-    """log(x) = hi + lo for finite x > 0, to ~2**-59 relative: `_log_kernel`'s reduction, with
-    s = f/(2+f) as a double-double (an exact product, `_mul_error`) and log m = 2s + s R(s^2)
-    added to dk ln2 in double-double."""
-    dk, f = _log_reduce(x)
+def _log_m_dd(f):
+    """log(1 + f) = lh + ll for 1 + f in [sqrt(1/2), sqrt(2)) (`_log_reduce`'s f): s = f/(2+f)
+    as a double-double (an exact product, `_mul_error`), log m = 2s + s R(s^2) with lh = 2s."""
     d = 2.0 + f
     d_lo = (2.0 - d) + f  # exact: 2 + f = d + d_lo
     s = f / d
     p = s * d
     p_err = _mul_error(s, d, p)  # s d = p + p_err exactly
     s_lo = (((f - p) - p_err) - s * d_lo) / d  # f / (d + d_lo) = s + s_lo
-    z = s * s
-    r = _log_series(z)
+    return 2.0 * s, s * _log_series(s * s) + 2.0 * s_lo
+
+
+@_jit(error_model="numpy", forceinline=True)
+def _log_dd(x):
+    """log(x) = hi + lo for finite x > 0, to ~2**-59 relative: `_log_kernel`'s reduction and
+    log m (`_log_m_dd`) added to dk ln2 in double-double."""
+    dk, f = _log_reduce(x)
+    b, ll = _log_m_dd(f)
     a = dk * _LN2_HI  # exact
-    b = 2.0 * s
     hi = a + b
     v = hi - a
     err = (a - (hi - v)) + (b - v)  # TwoSum
-    lo = err + ((s * r + 2.0 * s_lo) + dk * _LN2_LO)
+    lo = err + (ll + dk * _LN2_LO)
     y = hi + lo
     return y, (hi - y) + lo
 
@@ -97,16 +101,10 @@ _LOG10_2_HI, _LOG10_2_LO = 0.30102999566395283, 2.8363394551044964e-14
 def _log_base(x, inv_hi, inv_lo, k_hi, k_lo):
     """log(x) / log(b) for 1/log(b) = inv_hi + inv_lo and log_b(2) = k_hi + k_lo (k_hi times
     any exponent exact): dk log_b(2) + log(m) / log(b), log m = 2s + s R(s^2) carried as a
-    double-double (`_log_dd`'s series) through the product, so the one rounding that matters
+    double-double (`_log_m_dd`) through the product, so the one rounding that matters
     is the last. A power of two gives its exponent exactly (m = 1: log m = 0)."""
     dk, f = _log_reduce(x)
-    d = 2.0 + f
-    d_lo = (2.0 - d) + f  # exact: 2 + f = d + d_lo
-    s = f / d
-    p = s * d
-    s_lo = (((f - p) - _mul_error(s, d, p)) - s * d_lo) / d  # f / (d + d_lo) = s + s_lo
-    lh = 2.0 * s
-    ll = s * _log_series(s * s) + 2.0 * s_lo  # log m = lh + ll
+    lh, ll = _log_m_dd(f)
     ph = lh * inv_hi
     pl = _mul_error(lh, inv_hi, ph) + (lh * inv_lo + ll * inv_hi)
     a = dk * k_hi  # exact
