@@ -41,6 +41,7 @@ from symgraph.backends.tape.builder import (
 )
 from symgraph.backends.tape.interpreter import MAX_BLOCK, interpreter_for
 from symgraph.backends.tape.opcodes import SINCOS, TAPE_ONLY, instruction_set
+from symgraph.ir.cuberoot import cbrt
 from symgraph.ir.evaluate import count_ops
 from symgraph.ir.node import apply
 from symgraph.ir.ops import OPS
@@ -160,10 +161,11 @@ def _single_op_program(name: str, arity: int) -> Program:
 
 def _reference(spec, row, arity: int) -> float:
     """The op's Python template (the C library through `math`) at one point, NumPy's
-    `evaluate` where `math` raises."""
+    `evaluate` where `math` raises (cbrt's template calls symgraph's own, `cuberoot.cbrt`)."""
     template = spec.render("py", ["a", "b", "c"][:arity])
+    names = {"math": math, "np": np, "_cbrt": cbrt}
     try:
-        return eval(template, {"math": math, "np": np}, dict(zip("abc", map(float, row))))
+        return eval(template, names, dict(zip("abc", map(float, row))))
     except (ArithmeticError, ValueError):
         with np.errstate(all="ignore"):
             return float(spec.evaluate(*row[:arity]))

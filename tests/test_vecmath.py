@@ -271,14 +271,14 @@ def _host_has_avx2() -> bool:
 @pytest.mark.skipif(not _host_has_avx2(), reason="needs a CPU with AVX2")
 @pytest.mark.parametrize("name", ["vexp", "vlog", "vsin", "vcos", "vtanh", "verf", "vexpm1",
                                   "vlog1p", "vsinh", "vcosh", "vasinh", "vsigmoid", "vlog2",
-                                  "vlog10", "vatanh", "vtan"])
+                                  "vlog10", "vatanh", "vtan", "vcbrt"])
 def test_loop_over_function_compiles_to_packed_double_instructions(name):
     apply(name, np.linspace(0.1, 2.0, 64))
     run = _LOOPS[name]
     asm = run.inspect_asm(run.signatures[0])
     packed = re.findall(r"\bv(?:mul|add|sub)pd\s+[^\n]*%[yz]mm", asm)
     assert len(packed) >= 8, asm[:2000]
-    assert not re.search(r"call[^\n]*(exp|log|sin|cos|tanh|erf)", asm)
+    assert not re.search(r"call[^\n]*(exp|log|sin|cos|tanh|erf|pow|cbrt)", asm)
 
 
 def _sincos_loop(f):
@@ -427,3 +427,23 @@ def test_vxlogy_within_one_and_a_half_ulp_of_mpmath_with_scipys_edges():
         want = np.array([xlogy(p, q) for p, q in zip(a.tolist(), b.tolist())])
     special = ~np.isfinite(want) | (want == 0.0)
     assert same(out[special], want[special])
+
+
+def _cube_root_points() -> np.ndarray:
+    """Every exponent from subnormal to the largest double, both signs, perfect cubes, edges."""
+    rng = np.random.default_rng(RNG_SEED)
+    x = signed(rng, rng.uniform(1.0, 2.0, 60_000) * 2.0 ** rng.integers(-1074, 1024, 60_000))
+    cubes = np.arange(1.0, 3000.0) ** 3
+    return np.concatenate([x, rng.uniform(-10.0, 10.0, 20_000), cubes, -cubes, EDGES,
+                           [5e-324, -5e-324, 2.2250738585072014e-308, 1.7976931348623157e308,
+                            2.0 ** -600, 2.0 ** 900, np.nextafter(2.0 ** 900, np.inf)]])
+
+
+def test_vcbrt_and_the_numpy_form_give_cuberoot_cbrts_correctly_rounded_bits():
+    from symgraph.ir.cuberoot import cbrt, cbrt_array
+
+    x = _cube_root_points()
+    want = np.array([cbrt(v) for v in x.tolist()])
+    assert same(apply("vcbrt", x), want)
+    assert same(cbrt_array(x), want)
+    assert apply("vcbrt", np.array([27.0, -3375.0])).tolist() == [3.0, -15.0]

@@ -224,12 +224,13 @@ _op("where", 3, lambda c, a, b: np.where(c != 0, a, b),
 _func("sqrt", np.sqrt, lambda x, out: 0.5 / out, cost=4, latex=r"\sqrt{{{0}}}", domain=(0.1, 4.0),
       vectorises=True, method=True)
 # cbrt: libm's, NumPy's and Numba's differ (none is correctly rounded everywhere); every backend
-# computes symgraph's correctly rounded one (ir/cuberoot.py), written into Python modules.
+# computes symgraph's correctly rounded one (ir/cuberoot.py, written into Python modules; its
+# whole-array form for NumPy batches; vecmath's vcbrt, the same bits, in lanes).
 _func("cbrt", cbrt_array, lambda x, out: 1.0 / (3.0 * out * out), py="_cbrt({0})",
-      np_="_cbrt_np({0})", nb="vcbrt({0})", latex=r"\sqrt[3]{{{0}}}",
-      np_prelude=(cuberoot_source("_cbrt"), "_cbrt_np = np.vectorize(_cbrt, otypes=[float])"),
+      np_="_cbrt_np({0})", nb="vcbrt({0})", lanes="vcbrt({0})", latex=r"\sqrt[3]{{{0}}}",
+      np_prelude=(cuberoot_source("_cbrt"), cuberoot_source("_cbrt_np", cbrt_array)),
       sympy=lambda sp, x: sp.sign(x) * sp.Abs(x) ** sp.Rational(1, 3), domain=(0.1, 4.0),
-      np_ns=1650.0)
+      np_ns=55.0)
 _func("exp", np.exp, lambda x, out: out, latex=r"e^{{{0}}}", lanes="vexp({0})",
       sympy_names=("exp",), method=True)
 _func("expm1", np.expm1, lambda x, out: out + 1.0, latex=r"\left(e^{{{0}}} - 1\right)",

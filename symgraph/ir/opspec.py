@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 # An np.vectorize of a Python function whose time is not given: a call of a small Python
-# function per element (erf's math.erf: ~70 ns; symgraph's cbrt: ~1,650).
+# function per element (erfc's math.erfc: ~70 ns).
 PYTHON_ELEMENT_NS = 1000.0
 
 

@@ -1,7 +1,8 @@
 """Vectorisable float64 elementary functions for Numba loops (exp, log, log2, log10, pow, sin, cos,
 tan, atan, tanh, atanh, erf, hypot, sinh, cosh, xlogy...). Some live in modules of their own,
-imported here by name: the logarithms, atanh and xlogy in `vecmath_log`, sine, cosine and
-tangent in `vecmath_trig`, lgamma and digamma in `vecmath_gamma` (on first use).
+imported here by name: the logarithms, atanh and xlogy in `vecmath_log`, the cube root in
+`vecmath_root`, sine, cosine and tangent in `vecmath_trig`, lgamma and digamma in
+`vecmath_gamma` (on first use).
 
 LLVM cannot vectorise a loop that calls libm, so ``out[j] = math.exp(x[j])`` costs a scalar call
 (~15 ns) per point. The functions here are straight-line arithmetic, comparisons and selects
@@ -37,7 +38,6 @@ from __future__ import annotations
 
 import math
 
-from ...ir.cuberoot import cbrt as _cbrt
 from .deferred import jit as _jit  # njit, its dispatcher made on first use (cache hits: never)
 from .runtime.bits import _bits, _float, _fma, _mul_error, _where  # the adapter's (Numba internals)
 from .vecmath_log import _LN2_HI, _LN2_LO, _ROUNDER, _ROUNDER_BITS, _log_dd, _log_kernel
@@ -45,6 +45,7 @@ from .vecmath_log import vatanh as vatanh
 from .vecmath_log import vlog2 as vlog2  # (public here, like the others)
 from .vecmath_log import vlog10 as vlog10
 from .vecmath_log import vxlogy as vxlogy
+from .vecmath_root import vcbrt as vcbrt  # correctly rounded, cuberoot.cbrt's bits
 from .vecmath_trig import SIN_COS_LIMIT as SIN_COS_LIMIT  # sine, cosine, tangent: theirs
 from .vecmath_trig import _in_quadrant as _in_quadrant
 from .vecmath_trig import _sin_cos_reduced as _sin_cos_reduced
@@ -509,8 +510,6 @@ def vsigmoid(x: float) -> float:
     return _where(x >= 0.0, 1.0, e) / (1.0 + e)
 
 
-# cbrt, correctly rounded: the Python backend's function (its source is inlined like the others')
-vcbrt = _jit(error_model="numpy", forceinline=True)(_cbrt)
 
 # lgamma and digamma live in a module of their own (`.vecmath_gamma`), imported on first use
 # of one of its names here: a kernel calling neither never loads it.
