@@ -247,7 +247,9 @@ def test_long_segments_are_reordered_for_fewer_live_values_and_cut_short(monkeyp
     [run] = segments(p)
     steps = order.few_live(run, p)
     assert_dependency_order(steps, p)
-    assert max(order.crossings(steps, p)) < max(order.crossings(run, p)) / 2
+    # (78 alive at the widest against 123 in program order; 182 before ad.factoring took
+    # exp(-ls) out of d/dmu's sum, which made program order itself narrower)
+    assert max(order.crossings(steps, p)) < 0.7 * max(order.crossings(run, p))
     pieces = order.cut_run(steps, p)
     assert len(pieces) > 3 and max(map(len, pieces)) <= 40
     assert [s for piece in pieces for s in piece] == steps

@@ -292,13 +292,15 @@ def test_the_interpret_first_rule_weighs_ops_numpy_runs_in_python_by_their_np_ns
     from symgraph.runtime import interpret
 
     in_python = {n for n, s in OPS.items() if isinstance(s.evaluate, np.vectorize)}
-    assert {"erf", "erfc", "cbrt", "gamma", "besselj"} <= in_python
+    assert {"erf", "erfc", "gamma", "besselj"} <= in_python
     # NumPy's select: where and the comparisons, an op's whole NumPy form an np.where
     selects = {"where", "lt", "le", "gt", "ge", "eq", "ne"}
     assert all(OPS[n].np.startswith("np.where(") for n in selects)
+    # cbrt's NumPy form: ~20 whole-array operations for its correctly rounded bits
+    composite = {"cbrt"}
     for name, spec in OPS.items():  # an np.vectorize form costs more than its `cost` says
         assert (spec.np_ns > interpret.INTERP_BATCH_NS_PER_OP * spec.cost) == (
-            name in in_python or name in selects), name
+            name in in_python or name in selects or name in composite), name
     census = {("erf", 1, None): 8, ("mul", 2, None): 90, ("exp", 1, None): 4}
     per_point = 8 * (OPS["erf"].np_ns - interpret.INTERP_BATCH_NS_PER_OP * OPS["erf"].cost)
     assert interpret.python_element_ns(census) == per_point

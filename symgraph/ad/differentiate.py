@@ -74,12 +74,13 @@ def vjp(outputs: Sequence[Node], cotangents: Sequence, wrt: Sequence[Node]) -> l
             contributions.setdefault(output, []).append(as_expression(seed))
     wanted = set(variables)
     adjoints: dict[Node, Node] = {}
+    computed: set[Node] = set()  # adjoints used whole more than once: `summed` keeps them
     for node in reversed(order):
         terms = contributions.pop(node, None)
         if terms is None:
             continue
         if node not in guarded:  # no branch above: a plain sum
-            guard, adjoint = None, terms[0] if len(terms) == 1 else summed(terms)
+            guard, adjoint = None, terms[0] if len(terms) == 1 else summed(terms, computed)
         else:
             if clean is None:
                 clean = clean_nodes(order)
@@ -87,6 +88,9 @@ def vjp(outputs: Sequence[Node], cotangents: Sequence, wrt: Sequence[Node]) -> l
                                    node not in clean)
         if node in wanted:
             adjoints[node] = select(guard, adjoint)
+            computed.add(adjoint)
+        elif node.op == "add" and sum(map(live.__contains__, node.args)) > 1:
+            computed.add(adjoint)  # passed whole to two or more arguments
         args = node.args
         if not args:
             continue

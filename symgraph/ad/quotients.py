@@ -32,6 +32,7 @@ coulomb@2 1.09x, @6 1.15x, bond_angles@10 1.09x, nbody@6 1.07x, lennard_jones@4 
 from __future__ import annotations
 
 from ..ir.node import Node, apply, combine
+from .factoring import factored
 
 
 def product(node: Node, adjoint: Node, partial: Node) -> Node:
@@ -132,19 +133,21 @@ def _of_output(p: Node, node: Node) -> bool:
     return p is node or (p.op == "neg" and p.args[0] is node)
 
 
-def summed(terms: list[Node]) -> Node:
-    """``sum(terms)``, the terms over one divisor q as one quotient: ``(a + b) / q``."""
+def summed(terms: list[Node], computed: set[Node]) -> Node:
+    """``sum(terms)``, the terms over one divisor q as one quotient: ``(a + b) / q``, and
+    factors shared by two or more terms taken out (`factoring`; `computed`: the adjoints so
+    far, products kept whole)."""
     if len(terms) == 2:  # the commonest: unless both are quotients over one q, a plain sum
         a, b = terms
         if a.op != "div" or b.op != "div" or a.args[1] is not b.args[1] or (
                 a.args[1].op == "const"):
-            return combine("add", terms)
+            return _added(terms, computed)
     over: dict[Node, list[Node]] = {}
     for t in terms:
         if t.op == "div" and t.args[1].op != "const":
             over.setdefault(t.args[1], []).append(t.args[0])
     if all(len(v) < 2 for v in over.values()):
-        return combine("add", terms)
+        return _added(terms, computed)
     out: list[Node] = []
     done: set[Node] = set()
     for t in terms:
@@ -153,5 +156,11 @@ def summed(terms: list[Node]) -> Node:
             out.append(t)
         elif q not in done:  # the first term over q: all of them, once
             done.add(q)
-            out.append(apply("div", combine("add", over[q]), q))
-    return out[0] if len(out) == 1 else combine("add", out)
+            out.append(apply("div", _added(over[q], computed), q))
+    return _added(out, computed)
+
+
+def _added(terms: list[Node], computed: set[Node]) -> Node:
+    """The sum of `terms`, factors two or more of them share taken out (`factoring`)."""
+    terms = factored(terms, computed)
+    return terms[0] if len(terms) == 1 else combine("add", terms)
