@@ -39,16 +39,18 @@ _ADD_KEY, _MUL_KEY = _order_key(_ADD_RANK), _order_key(_MUL_RANK)
 
 def _in_order(a: Node, b: Node, rank: dict[str, int]) -> tuple[Node, Node]:
     """(a, b) sorted by the key of `rank` (`_order_key`), without building the keys."""
-    ra, rb = rank.get(a.op, 3), rank.get(b.op, 3)
+    oa, ob = a.op, b.op
+    ra, rb = rank.get(oa, 3), rank.get(ob, 3)
     if ra != rb:
         return (a, b) if ra < rb else (b, a)
-    if a.op == "symbol" and b.op == "symbol" and a.value != b.value:
+    if oa != "symbol" and ob != "symbol":  # the common case: by digest
+        return (a, b) if a.digest <= b.digest else (b, a)
+    if oa == "symbol" and ob == "symbol" and a.value != b.value:
         return (a, b) if a.value < b.value else (b, a)
-    if a.op == "symbol" or b.op == "symbol":  # a name against "" (or the same name)
-        ka, kb = (a.value if a.op == "symbol" else "", a.digest), (
-            b.value if b.op == "symbol" else "", b.digest)
-        return (a, b) if ka <= kb else (b, a)
-    return (a, b) if a.digest <= b.digest else (b, a)
+    # a name against "" (or the same name)
+    ka, kb = (a.value if oa == "symbol" else "", a.digest), (
+        b.value if ob == "symbol" else "", b.digest)
+    return (a, b) if ka <= kb else (b, a)
 
 
 # A nested sum (product) is flattened into its parent only up to this many operands. Wider
