@@ -43,24 +43,25 @@ def product(node: Node, adjoint: Node, partial: Node) -> Node:
     nan anyway) is s."""
     if partial is node and adjoint.op == "div" and adjoint.args[1] is node:
         return adjoint.args[0]
-    if node.op == "cosh" and partial.op == "sinh" and partial.args[0] is node.args[0]:
+    op = partial.op
+    if op == "div":  # (each rule below reads a quotient partial: one test for all)
+        p, q = partial.args
+        if p.op == "const" and adjoint.op == "div" and adjoint.args[1] is q:
+            # (s / q) * (c / q): sqrt's 0.5 / out
+            return apply("div", combine("mul", (adjoint.args[0], p)), combine("mul", (q, q)))
+        if _of_output(p, node):  # a quotient's -out / b
+            numerator = _times_output(adjoint, node)
+            if p is not node:
+                numerator = apply("neg", numerator)
+            return apply("div", numerator, q)
+        if p.op != "const" and q.op != "const" and not any(partial is a for a in node.args):
+            # a fresh a / q (not a product's own factor; hypot's and atan2's partials share
+            # q): the adjoint over q, once
+            return combine("mul", (apply("div", adjoint, q), p))
+    elif op == "sinh" and node.op == "cosh" and partial.args[0] is node.args[0]:
         through = _over_cosh(node, adjoint)
         if through is not None:
             return through
-    if (partial.op == "div" and partial.args[0].is_const and adjoint.op == "div"
-            and adjoint.args[1] is partial.args[1]):  # (s / q) * (c / q): sqrt's 0.5 / out
-        q = partial.args[1]
-        return apply("div", combine("mul", (adjoint.args[0], partial.args[0])),
-                     combine("mul", (q, q)))
-    if partial.op == "div" and _of_output(partial.args[0], node):  # a quotient's -out / b
-        numerator = _times_output(adjoint, node)
-        if partial.args[0] is not node:
-            numerator = apply("neg", numerator)
-        return apply("div", numerator, partial.args[1])
-    if (partial.op == "div" and not partial.args[0].is_const and not partial.args[1].is_const
-            and not any(partial is a for a in node.args)):  # (not a product's own factor)
-        # a fresh a / q (hypot's and atan2's partials share q): the adjoint over q, once
-        return combine("mul", (apply("div", adjoint, partial.args[1]), partial.args[0]))
     return combine("mul", (adjoint, partial))
 
 

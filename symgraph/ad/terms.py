@@ -32,6 +32,12 @@ def split_terms(f: Node) -> list[Node]:
     (``-(a + b)``: ``-a``, ``-b``; ``c*(a + b)``: ``c*a``, ``c*b``), so that a negated energy
     or a weighted sum of terms is a sum of small terms; only a sum of more than
     `FACTORED_ARGS` terms (a term's own formula, a few terms under one factor, stays whole)."""
+    if f.op == "add":  # a sum of terms none of which is or holds a sum: its arguments
+        for arg in f.args:  # (what the walk below makes of it, without a push and pop each)
+            if arg.op == "add" or (0 < len(arg.args) <= 2 and arg.args[-1].op == "add"):
+                break
+        else:
+            return list(f.args)
     terms, stack = [], [(f, None)]  # (node, the factor on it: None, "neg" or a constant)
     while stack:
         node, factor = stack.pop()

@@ -138,21 +138,26 @@ def walk_schedule(outputs: list[tuple[str, Node]], first: list[Node], inputs: Se
                                  "one of the arguments")
             code_of[node] = code
             continue
-        refs = tuple(map(get_code, node.args))
-        while len(refs) > width:  # wide sums and products: chained, left to right
-            add_op(op)
-            add_count(width)
-            encode(refs[:width])
-            refs = (2 * n, *refs[width:])
-            n += 1
+        args = node.args
+        if len(args) <= width:  # (the codes straight into the list: no tuple of them)
+            add_count(len(args))
+            encode(map(get_code, args))
+        else:  # wide sums and products: chained, left to right
+            refs = tuple(map(get_code, args))
+            while len(refs) > width:
+                add_op(op)
+                add_count(width)
+                encode(refs[:width])
+                refs = (2 * n, *refs[width:])
+                n += 1
+            add_count(len(refs))
+            encode(refs)
         label = claim(node)
         if label is not None:
             labels[n] = label
         elif op == "neg":
             pending.append(n)
         add_op(op)
-        add_count(len(refs))
-        encode(refs)
         code_of[node] = 2 * n
         n += 1
     for node, code in input_code.items():  # (inputs the outputs never reach too)
