@@ -281,3 +281,42 @@ def test_hypot_and_atan2_partials_share_one_division_of_their_adjoint(backend):
             np.testing.assert_allclose(fn.grad(*point), want, rtol=2e-15)
     assert sg.compile(sg.hypot(x, y), [x, y], backend=backend).grad(0.0, 0.0).tolist() == [
         0.0, 0.0]
+
+
+def _multiplications(f, xs) -> int:
+    steps = build_programs([f], xs, xs, True, False)[1].steps
+    return sum(len(s.operands) - 1 for s in steps if s.op == "mul")
+
+
+def test_a_factor_all_of_a_sums_adjoint_terms_share_is_multiplied_once_and_agrees_with_sympy():
+    # d/dmu of sum_k ((c_k - mu) exp(-ls))^2 is exp(-ls) times a sum, not a sum of products
+    # with exp(-ls) (ad/factoring.py); the gradient is SymPy's.
+    import sympy
+
+    mu, ls = sg.symbols("mu ls")
+    cs = [0.3, -1.1, 2.5, 0.7, -0.2, 1.9]
+    f = sg.parse(" + ".join(f"(({c} - mu)*exp(-ls))**2" for c in cs))
+    # exp(-ls) times: each term in the value (6), each adjoint 2*exp(-ls)*(c - mu) (6), and
+    # once each for d/dmu's and d/dls's sums (d/dmu's was 6 products before ad/factoring)
+    steps = build_programs([f], [mu, ls], [mu, ls], True, False)[1].steps
+    e = next(s.target for s in steps if s.op == "exp")
+    sums = {s.target for s in steps if s.op == "add" and len(s.operands) == 6}  # (not c - mu)
+    by_e = [s for s in steps if s.op == "mul" and any(o.value == e for o in s.operands)]
+    assert len(by_e) == 6 + 6 + 2, steps
+    assert sum(any(o.value in sums for o in s.operands) for s in by_e) == 2, steps
+    assert _multiplications(f, [mu, ls]) == 6 + 12 + 1 + 6 + 1
+    smu, sls = sympy.symbols("mu ls")
+    sf = sum(((c - smu) * sympy.exp(-sls)) ** 2 for c in cs)
+    fn = sg.compile(f, [mu, ls], backend="python")
+    for point in [(0.4, -0.3), (-2.0, 1.5), (1e-3, 20.0)]:
+        want = [float(sympy.diff(sf, v).subs({smu: point[0], sls: point[1]})) for v in (smu, sls)]
+        np.testing.assert_allclose(fn.grad(*point), want, rtol=1e-14)
+
+
+def test_factoring_never_takes_apart_an_adjoint_passed_whole_to_two_arguments():
+    # sqrt(1 + (u1 - u0)^2 + (u2 - u0)^2) (minimal_surface's term): d/du1 and d/du2 are
+    # products d/du0 reuses; taking a factor out of d/du0's sum would compute them twice
+    u0, u1, u2 = sg.symbols("u0 u1 u2")
+    f = sg.sqrt(1 + (u1 - u0) ** 2 + (u2 - u0) ** 2)
+    steps = build_programs([f], [u0, u1, u2], [u0, u1, u2], True, False)[1].steps
+    assert sum(s.op == "mul" for s in steps) == 4, steps

@@ -89,8 +89,8 @@ def vjp(outputs: Sequence[Node], cotangents: Sequence, wrt: Sequence[Node]) -> l
         if node in wanted:
             adjoints[node] = select(guard, adjoint)
             computed.add(adjoint)
-        elif node.op == "add" and sum(map(live.__contains__, node.args)) > 1:
-            computed.add(adjoint)  # passed whole to two or more arguments
+        elif node.op == "add" and len(node.args) - (node.args[-1].op == "const") > 1:
+            computed.add(adjoint)  # passed whole to two or more arguments (a constant last)
         args = node.args
         if not args:
             continue
