@@ -314,9 +314,10 @@ def test_a_factor_all_of_a_sums_adjoint_terms_share_is_multiplied_once_and_agree
 
 
 def test_factoring_never_takes_apart_an_adjoint_passed_whole_to_two_arguments():
-    # sqrt(1 + (u1 - u0)^2 + (u2 - u0)^2) (minimal_surface's term): d/du1 and d/du2 are
-    # products d/du0 reuses; taking a factor out of d/du0's sum would compute them twice
-    u0, u1, u2 = sg.symbols("u0 u1 u2")
-    f = sg.sqrt(1 + (u1 - u0) ** 2 + (u2 - u0) ** 2)
-    steps = build_programs([f], [u0, u1, u2], [u0, u1, u2], True, False)[1].steps
-    assert sum(s.op == "mul" for s in steps) == 4, steps
+    # sqrt(1 + sum_k (u_k - u0)^2) (minimal_surface's term): each d/du_k is a product
+    # t * (2 (u_k - u0)) that d/du0's sum reuses; taking t out of that sum would compute
+    # the three products again (four more multiplications)
+    u = sg.symbols("u0 u1 u2 u3")
+    f = sg.sqrt(1 + sum((u[k] - u[0]) ** 2 for k in (1, 2, 3)))
+    steps = build_programs([f], u, u, True, False)[1].steps
+    assert sum(s.op == "mul" for s in steps) == 6, steps

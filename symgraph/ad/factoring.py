@@ -26,8 +26,9 @@ from ..ir.node import Node, apply, combine
 
 
 def _factors(term: Node, computed: set[Node]) -> tuple[bool, tuple[Node, ...]] | None:
-    """(negated, factors) of a product or a negated product that is no other node's adjoint
-    (`computed`: taking that apart would compute its product twice), else None."""
+    """(negated, factors) of a product or a negated product not in `computed` (an adjoint the
+    program uses whole elsewhere: taking it apart would compute its product twice), else
+    None."""
     negated = term.op == "neg"
     inner = term.args[0] if negated else term
     return (negated, inner.args) if inner.op == "mul" and inner not in computed else None
@@ -42,8 +43,8 @@ def _without(factors: tuple[Node, ...], f: Node) -> Node:
 
 def factored(terms: list[Node], computed: set[Node]) -> list[Node]:
     """`terms` (to be summed) with factors shared by two or more products taken out; the same
-    list when none is shared. Products in `computed` (the adjoints of nodes: values the
-    program has anyway) stay whole."""
+    list when none is shared. Products in `computed` (adjoints passed whole to two or more
+    arguments, or the gradient's own outputs: values the program has anyway) stay whole."""
     if len(terms) < 3:  # two terms: not worth the nodes (the module's docstring)
         return terms
     factors: list[Node] = []
@@ -58,20 +59,13 @@ def factored(terms: list[Node], computed: set[Node]) -> list[Node]:
         seen[t] = seen.get(t, 0) + 1
     # a term twice (x*x's two equal partials) stays whole: the sum's rules make it 2*term
     parts = [_factors(t, computed) if seen[t] == 1 else None for t in terms]
-    counts: dict[Node, int] = {}
-    for p in parts:
-        if p is not None:
-            for f in dict.fromkeys(p[1]):  # a factor once a term
-                counts[f] = counts.get(f, 0) + 1
-    if not counts or max(counts.values()) < 2:
-        return terms
     out: list[Node] = []
     left = list(range(len(terms)))
     while True:
-        counts = {}
+        counts: dict[Node, int] = {}
         for k in left:
             if parts[k] is not None:
-                for f in dict.fromkeys(parts[k][1]):
+                for f in dict.fromkeys(parts[k][1]):  # a factor once a term
                     counts[f] = counts.get(f, 0) + 1
         best = max(counts, key=counts.__getitem__, default=None)  # the first of the most
         if best is None or counts[best] < 2:
@@ -86,4 +80,4 @@ def factored(terms: list[Node], computed: set[Node]) -> list[Node]:
                 kept.append(k)
         out.append(combine("mul", (best, combine("add", rests))))
         left = kept
-    return out + [terms[k] for k in left]
+    return out + [terms[k] for k in left] if out else terms
