@@ -27,7 +27,7 @@ from numba import njit
 from symgraph.backends.numba.runtime import fetch_add, floats_line, lane_loops, load_acquire, point_line, straight_line
 from symgraph.backends.numba.vecmath import vexp, vlog
 
-# runtime 533bb9709607018cb1218951: Numba's cache of this file is of that runtime
+# runtime 2d5a6c103ba5c14e966dc29f: Numba's cache of this file is of that runtime
 
 
 def value_steps(_x, _out):
@@ -159,9 +159,9 @@ def value_grad_lanes(_X, _OUT, _T, _s, _m):
         f = vlog(t3)  # log(exp(-w*x) + 1)
         t4 = 1.0 / t3
         t5 = t2 * t4
+        df_dw = t5 * t0
         t6 = w * t5
         df_dx = -t6
-        df_dw = t5 * t0
         _OUT[_s + _j, 0] = f
         _OUT[_s + _j, 1] = df_dx
         _OUT[_s + _j, 2] = df_dw

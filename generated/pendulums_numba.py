@@ -33,7 +33,7 @@ from numba import njit
 from symgraph.backends.numba.runtime import fetch_add, floats_line, lane_loops, load_acquire, point_line, straight_line
 from symgraph.backends.numba.vecmath import vcos, vsin
 
-# runtime 533bb9709607018cb1218951: Numba's cache of this file is of that runtime
+# runtime 2d5a6c103ba5c14e966dc29f: Numba's cache of this file is of that runtime
 
 
 def value_steps(_x, _out):
@@ -67,7 +67,7 @@ def value_steps(_x, _out):
     t17 = 3.0 * t16  # 3 - 3*cos(t2)
     t19 = -t18 + 1.0  # 1 - cos(t7)
     t20 = 8.0 * t19  # 8 - 8*cos(t7)
-    f = t2 + t5 + t8 + t11 + t14 + t17 + t20 - t21 + 1.0
+    f = -t21 + t2 + t5 + t8 + t11 + t14 + t17 + t20 + 1.0
     _out[0] = f
 
 
@@ -123,7 +123,14 @@ def value_lanes(_X, _OUT, _T, _F, _s, _m):
         t19 = -t18 + 1.0  # 1 - cos(t7)
         t20 = 8.0 * t19  # 8 - 8*cos(t7)
         t21 = vcos(t0_)  # cos(t0)
-        f = t2 + t5 + t8 + t11 + t14 + t17 + t20 - t21 + 1.0
+        _f_1 = -t21 + t2
+        _f_2 = _f_1 + t5
+        _f_3 = _f_2 + t8
+        _f_4 = _f_3 + t11
+        _f_5 = _f_4 + t14
+        _f_6 = _f_5 + t17
+        _f_7 = _f_6 + t20
+        f = _f_7 + 1.0
         _F[_j] |= abs(t3_) > 50000000.0
         _F[_j] |= abs(t1_) > 50000000.0
         _F[_j] |= abs(t4_) > 50000000.0
@@ -243,7 +250,7 @@ def value_grad_steps(_x, _out):
     t17 = 3.0 * t16  # 3 - 3*cos(t2)
     t19 = -t18 + 1.0  # 1 - cos(t7)
     t20 = 8.0 * t19  # 8 - 8*cos(t7)
-    f = t2 + t5 + t8 + t11 + t14 + t17 + t20 - t21 + 1.0
+    f = -t21 + t2 + t5 + t8 + t11 + t14 + t17 + t20 + 1.0
     t23 = -t22  # -sin(t1)
     df_dt1_ = -2.0 * t23  # 2*sin(t1)
     t25 = -t24  # -sin(t2)
@@ -321,7 +328,14 @@ def value_grad_lanes(_X, _OUT, _T, _F, _s, _m):
         t19 = -t18 + 1.0  # 1 - cos(t7)
         t20 = 8.0 * t19  # 8 - 8*cos(t7)
         t21 = vcos(t0_)  # cos(t0)
-        f = t2 + t5 + t8 + t11 + t14 + t17 + t20 - t21 + 1.0
+        _f_1 = -t21 + t2
+        _f_2 = _f_1 + t5
+        _f_3 = _f_2 + t8
+        _f_4 = _f_3 + t11
+        _f_5 = _f_4 + t14
+        _f_6 = _f_5 + t17
+        _f_7 = _f_6 + t20
+        f = _f_7 + 1.0
         df_dt0_ = vsin(t0_)  # sin(t0)
         t22 = vsin(t1_)  # sin(t1)
         t23 = -t22  # -sin(t1)

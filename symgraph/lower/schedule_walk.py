@@ -28,13 +28,14 @@ import numpy as np
 from ..ir.node import Node
 
 
-_CONSTANTS_LAST = 1 << 62
+_INPUTS_LAST, _CONSTANTS_LAST = 1 << 61, 1 << 62  # (as they are, after the steps)
 
 
 def terms_in_order(args: tuple[Node, ...], code_of: dict[Node, int]) -> tuple[Node, ...]:
-    """A sum's terms (three or more) in the order their values can be made: inputs first,
-    then each term where its last operand is made (a negation where its argument is: it is
-    inlined as `a - x` or made right after it), constants last. Computed left to right, a lane kernel's list schedule
+    """A sum's terms (three or more) in the order their values can be made: each where its
+    last operand is made (a negation where its argument is: it is inlined as `a - x` or made
+    right after it), then inputs and constants as the sum has them (``t0 + b - y``).
+    Computed left to right, a lane kernel's list schedule
     (backends.numba.order) adds each term as soon as it is made instead of keeping every
     term alive until the first in the DAG's order is ready (FIT gauss_loglik@24's gradient
     sums, in the forward sweep's order: 47 -> 24 vectors spilled). Two terms keep their
@@ -51,7 +52,7 @@ def terms_in_order(args: tuple[Node, ...], code_of: dict[Node, int]) -> tuple[No
         if op == "const":
             return _CONSTANTS_LAST
         if op == "symbol":
-            return code_of[node]
+            return _INPUTS_LAST
         return max(code_of[arg.args[0] if arg.op == "neg" else arg] for arg in node.args)
 
     return tuple(sorted(args, key=made_at))

@@ -25,6 +25,9 @@ LOOP_STEPS = 150
 # Segments up to this many steps keep their order and their one loop, as every lane kernel did
 # before (programs of up to 1,200 steps, the families at ~100 operations: fitted there).
 CUT_ABOVE = 600
+# Sums and products of more operands than this are chained (`chained`); shorter ones read as
+# one line, as in the other kernels (a list schedule gains little from their links).
+CHAIN_ABOVE = 4
 
 
 def _value(operand: Operand) -> str | None:
@@ -90,18 +93,18 @@ def few_live(run: list[Step], p: Program) -> list[Step]:
     vectors in program order, 24 so; see benchmarks/results for the families' A/B."""
     chains = chained(run)
     scheduled = _greedy(chains, p)
-    return min((scheduled, chains), key=lambda order: sum(crossings(order, p)))
+    return min((chains, scheduled), key=lambda order: sum(crossings(order, p)))
 
 
 def chained(run: list[Step]) -> list[Step]:
-    """`run` with each sum or product of three or more operands as a chain of two-operand
+    """`run` with each sum or product of more than CHAIN_ABOVE operands as a chain of two-operand
     steps, left to right as its one line evaluates (``a + b - c`` is ``(a + b) - c``: the same
     bits). A list schedule can then add each term as soon as it is made, where the wide step
     kept every term alive until the last was ready. A link is named after its step
     (``_t9_1``: a leading underscore, which no symbol or temporary has)."""
     out: list[Step] = []
     for s in run:
-        if s.op not in ("add", "mul") or len(s.operands) <= 2:
+        if s.op not in ("add", "mul") or len(s.operands) <= CHAIN_ABOVE:
             out.append(s)
             continue
         head = s.operands[0]
