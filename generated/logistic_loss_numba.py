@@ -159,9 +159,9 @@ def value_grad_lanes(_X, _OUT, _T, _s, _m):
         f = vlog(t3)  # log(exp(-w*x) + 1)
         t4 = 1.0 / t3
         t5 = t2 * t4
-        df_dw = t5 * t0
         t6 = w * t5
         df_dx = -t6
+        df_dw = t5 * t0
         _OUT[_s + _j, 0] = f
         _OUT[_s + _j, 1] = df_dx
         _OUT[_s + _j, 2] = df_dw
