@@ -33,8 +33,9 @@ _INPUTS_LAST, _CONSTANTS_LAST = 1 << 61, 1 << 62  # (as they are, after the step
 
 def terms_in_order(args: tuple[Node, ...], code_of: dict[Node, int]) -> tuple[Node, ...]:
     """A sum's terms (three or more) in the order their values can be made: each where its
-    last operand is made (a negation where its argument is: it is inlined as `a - x` or made
-    right after it), then inputs and constants as the sum has them (``t0 + b - y``).
+    last operand that is a step is made (one of inputs and constants alone where it is made
+    itself; a negation where its argument is: it is inlined as `a - x` or made right after
+    it), then inputs and constants as the sum has them (``t0 + b - y``).
     Computed left to right, a lane kernel's list schedule
     (backends.numba.order) adds each term as soon as it is made instead of keeping every
     term alive until the first in the DAG's order is ready (FIT gauss_loglik@24's gradient
@@ -53,7 +54,9 @@ def terms_in_order(args: tuple[Node, ...], code_of: dict[Node, int]) -> tuple[No
             return _CONSTANTS_LAST
         if op == "symbol":
             return _INPUTS_LAST
-        return max(code_of[arg.args[0] if arg.op == "neg" else arg] for arg in node.args)
+        made = [code_of[a] for a in (arg.args[0] if arg.op == "neg" else arg for arg in node.args)
+                if a.op != "const" and a.op != "symbol"]
+        return max(made) if made else code_of[node]  # (of inputs alone: where it is made)
 
     return tuple(sorted(args, key=made_at))
 
