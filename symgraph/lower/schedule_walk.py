@@ -26,16 +26,18 @@ from typing import NamedTuple
 import numpy as np
 
 from ..ir.node import Node
+from ..ir.ops import OPS
 
 
 _INPUTS_LAST, _CONSTANTS_LAST = 1 << 61, 1 << 62  # (as they are, after the steps)
 
 
 def terms_in_order(args: tuple[Node, ...], code_of: dict[Node, int]) -> tuple[Node, ...]:
-    """A sum's terms (three or more) in the order their values can be made: each where its
-    last operand that is a step is made (one of inputs and constants alone where it is made
-    itself; a negation where its argument is: it is inlined as `a - x` or made right after
-    it), then inputs and constants as the sum has them (``t0 + b - y``).
+    """A sum's terms (three or more) in the order their values can be made: an arithmetic
+    one where its last operand that is a step is made (one of inputs and constants alone, or
+    a costlier one, such as a digamma, where it is made itself; a negation where its argument
+    is: it is inlined as `a - x` or made right after it), then inputs and constants as the
+    sum has them (``t0 + b - y``).
     Computed left to right, a lane kernel's list schedule
     (backends.numba.order) adds each term as soon as it is made instead of keeping every
     term alive until the first in the DAG's order is ready (FIT gauss_loglik@24's gradient
@@ -54,6 +56,9 @@ def terms_in_order(args: tuple[Node, ...], code_of: dict[Node, int]) -> tuple[No
             return _CONSTANTS_LAST
         if op == "symbol":
             return _INPUTS_LAST
+        spec = OPS.get(op)
+        if spec is None or spec.cost > 1:
+            return code_of[node]  # its value comes where it is made, and late: it is costly
         made = [code_of[a] for a in (arg.args[0] if arg.op == "neg" else arg for arg in node.args)
                 if a.op != "const" and a.op != "symbol"]
         return max(made) if made else code_of[node]  # (of inputs alone: where it is made)

@@ -2,12 +2,14 @@
 vector segment an order with few live values, and where its loops end.
 
 A lane kernel (backends.numba.batch) runs each segment of a program as one loop over a block
-of points. A big program's segment has thousands of steps: LLVM's time for one loop grows
-faster than its length, and its register allocator spills what the loop keeps alive. So a
-segment longer than CUT_ABOVE is reordered for few live values (`few_live`) and cut into
-loops of at most LOOP_STEPS steps where the fewest values cross (`cut_run`); a crossing value
-goes through a slot (a store and a load per point). Reordering changes no result: every step
-is the same IEEE operation on the same operands.
+of points. LLVM's register allocator spills what a loop keeps alive, so a segment whose
+program order keeps more values alive than the core has vector registers is reordered for
+few live values (`few_live`: its wide sums `chained`, then a list schedule). A big program's
+segment has thousands of steps, and LLVM's time for one loop grows faster than its length:
+a segment longer than CUT_ABOVE is also cut into loops of at most LOOP_STEPS steps where the
+fewest values cross (`cut_run`); a crossing value goes through a slot (a store and a load
+per point). Reordering changes no result: every step is the same IEEE operation on the same
+operands, a chained sum's additions too.
 """
 
 from __future__ import annotations
