@@ -67,7 +67,7 @@ def value_steps(_x, _out):
     t17 = 3.0 * t16  # 3 - 3*cos(t2)
     t19 = -t18 + 1.0  # 1 - cos(t7)
     t20 = 8.0 * t19  # 8 - 8*cos(t7)
-    f = -t21 + t2 + t5 + t8 + t11 + t14 + t17 + t20 + 1.0
+    f = t2 + t5 + t8 + t11 + t14 + t17 + t20 - t21 + 1.0
     _out[0] = f
 
 
@@ -123,7 +123,7 @@ def value_lanes(_X, _OUT, _T, _F, _s, _m):
         t19 = -t18 + 1.0  # 1 - cos(t7)
         t20 = 8.0 * t19  # 8 - 8*cos(t7)
         t21 = vcos(t0_)  # cos(t0)
-        f = -t21 + t2 + t5 + t8 + t11 + t14 + t17 + t20 + 1.0
+        f = t2 + t5 + t8 + t11 + t14 + t17 + t20 - t21 + 1.0
         _F[_j] |= abs(t3_) > 50000000.0
         _F[_j] |= abs(t1_) > 50000000.0
         _F[_j] |= abs(t4_) > 50000000.0
@@ -243,7 +243,7 @@ def value_grad_steps(_x, _out):
     t17 = 3.0 * t16  # 3 - 3*cos(t2)
     t19 = -t18 + 1.0  # 1 - cos(t7)
     t20 = 8.0 * t19  # 8 - 8*cos(t7)
-    f = -t21 + t2 + t5 + t8 + t11 + t14 + t17 + t20 + 1.0
+    f = t2 + t5 + t8 + t11 + t14 + t17 + t20 - t21 + 1.0
     t23 = -t22  # -sin(t1)
     df_dt1_ = -2.0 * t23  # 2*sin(t1)
     t25 = -t24  # -sin(t2)
@@ -321,7 +321,7 @@ def value_grad_lanes(_X, _OUT, _T, _F, _s, _m):
         t19 = -t18 + 1.0  # 1 - cos(t7)
         t20 = 8.0 * t19  # 8 - 8*cos(t7)
         t21 = vcos(t0_)  # cos(t0)
-        f = -t21 + t2 + t5 + t8 + t11 + t14 + t17 + t20 + 1.0
+        f = t2 + t5 + t8 + t11 + t14 + t17 + t20 - t21 + 1.0
         df_dt0_ = vsin(t0_)  # sin(t0)
         t22 = vsin(t1_)  # sin(t1)
         t23 = -t22  # -sin(t1)

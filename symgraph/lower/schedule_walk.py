@@ -28,7 +28,6 @@ import numpy as np
 from ..ir.node import Node
 from ..ir.ops import OPS
 
-
 _INPUTS_LAST, _CONSTANTS_LAST = 1 << 61, 1 << 62  # (as they are, after the steps)
 
 
