@@ -252,8 +252,10 @@ def _schedule(name: str, outputs: list[tuple[str, Node]], order: list[Node],
                 raise ValueError(f"the expression depends on {node.value!r}, which is not "
                                  "one of the arguments")
             continue
-        refs = tuple(map(get_code, node.args if op != "add" else
-                         terms_in_order(node.args, code_of)))
+        args = node.args
+        if op == "add" and len(args) > 2:
+            args = terms_in_order(args, code_of)
+        refs = tuple(map(get_code, args))
         if node in inlined:
             code = code_of[node] = refs[0] ^ 1
             if refs[0] < offset or not deferred:  # (deferred: a step's, from its code)
