@@ -219,10 +219,11 @@ def test_lane_source_is_byte_identical_across_hash_seeds():
     assert len(outputs) == 1 and "_T[" in outputs.pop()
 
 
-def assert_dependency_order(order, p) -> None:
-    assert sorted(s.target for s in order) == sorted(s.target for s in p.steps)
+def assert_dependency_order(order, p, steps=None) -> None:
+    steps = p.steps if steps is None else steps  # (few_live's: its run `chained`)
+    assert sorted(s.target for s in order) == sorted(s.target for s in steps)
     done = set(p.inputs)
-    targets = {s.target for s in p.steps}
+    targets = {s.target for s in steps}
     for s in order:
         for o in s.operands:
             assert o.value not in targets or o.value in done
@@ -246,13 +247,69 @@ def test_long_segments_are_reordered_for_fewer_live_values_and_cut_short(monkeyp
     p = build_programs([expr], [mu, ls], [mu, ls], True, False)[1]
     [run] = segments(p)
     steps = order.few_live(run, p)
-    assert_dependency_order(steps, p)
+    assert_dependency_order(steps, p, order.chained(run))
     # (78 alive at the widest against 123 in program order; 182 before ad.factoring took
     # exp(-ls) out of d/dmu's sum, which made program order itself narrower)
     assert max(order.crossings(steps, p)) < 0.7 * max(order.crossings(run, p))
     pieces = order.cut_run(steps, p)
     assert len(pieces) > 3 and max(map(len, pieces)) <= 40
     assert [s for piece in pieces for s in piece] == steps
+
+
+def test_wide_sums_are_chained_left_to_right_and_added_to_as_their_terms_are_made(use_kernel):
+    # A gradient's sums over 40 terms: program order keeps every term alive until the sum;
+    # few_live chains each sum (the same additions, in the same order: the row kernel's
+    # bits) and its list schedule adds each term soon after it is made, so far fewer values
+    # are alive at once, and the lane kernel still gives the row kernel's results exactly.
+    use_kernel(lane_kernel_lines)
+    mu, ls = sg.symbols("mu ls")
+    expr = apply("add", *[((0.05 * k - mu) * (1 + ls * ls)) ** 2 for k in range(40)])
+    module, programs = lane_module((expr, [mu, ls]), hessian=False)
+    p = programs[1]
+    [run] = segments(p)
+    wide = [s for s in run if s.op == "add" and len(s.operands) > order.CHAIN_ABOVE]
+    links = order.chained(run)
+    assert wide and len(links) == len(run) + sum(len(s.operands) - 2 for s in wide)
+    for s in wide:  # each link adds the next operand to the one before, ending at the target
+        chain = [link for link in links if link.target.startswith(f"_{s.target}_")]
+        assert [link.operands[1] for link in chain] == list(s.operands[1:-1])
+        assert chain[0].operands[0] == s.operands[0]
+    steps = order.few_live(run, p)
+    assert_dependency_order(steps, p, links)
+    assert max(order.crossings(steps, p)) < 0.6 * max(order.crossings(run, p))  # (44 and 83)
+    X = points(2, 2 * BLOCK + 5, seed=5)
+    ref = np.empty((X.shape[0], len(p.outputs)))
+    for i in range(X.shape[0]):
+        module.value_grad_row(X[i], ref[i])
+    out = np.full_like(ref, 12345.0)
+    module.value_grad_batch(X, out)
+    assert_same_bits(out, ref)
+
+
+def test_a_short_run_is_reordered_only_where_that_keeps_far_fewer_values_alive(monkeypatch):
+    # Below CUT_ABOVE steps, the list schedule is taken only when it keeps at most
+    # WORTH_REORDERING of program order's values alive: it moves costly steps away from the
+    # work that hid their latency (held-out rational@14: 0.91 as many, 13-19% slower).
+    mu, ls = sg.symbols("mu ls")
+    expr = apply("add", *[((0.05 * k - mu) * (1 + ls * ls)) ** 2 for k in range(40)])
+    p = build_programs([expr], [mu, ls], [mu, ls], True, False)[1]
+    [run] = segments(p)
+    links = order.chained(run)
+    share = (sum(order.crossings(order._greedy(links, p), p))
+             / sum(order.crossings(links, p)))
+    assert len(run) <= order.CUT_ABOVE and share < order.WORTH_REORDERING
+    assert order.few_live(run, p) != run
+    monkeypatch.setattr(order, "WORTH_REORDERING", share * 0.99)
+    assert order.few_live(run, p) is run
+
+
+def test_short_runs_that_spill_nothing_keep_program_order():
+    # Reordering a run whose program order fits in the registers only perturbs LLVM's own
+    # schedule (coulomb@2: 3.05 -> 4.11 ns a point when 3 steps moved).
+    x, y = sg.symbols("x y")
+    p = build_programs([x * y + sg.sin(x) * 2 + y * y * 3 + x], [x, y], [x, y], True, False)[1]
+    for run in segments(p):
+        assert order.few_live(run, p) is run
 
 
 def _angles():

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import symgraph as sg
+from symgraph.ir.ops import OPS
 from symgraph.lower import schedule as sched
 from symgraph.lower.schedule import DeferredProgram, LazySteps, power_exponent, schedule_all
 
@@ -107,3 +108,39 @@ def test_tapes_of_deferred_programs_equal_the_eager_ones_and_make_no_step(f, mon
             assert a.dtype == b.dtype and np.array_equal(a, b), name
         assert te.n_registers == td.n_registers
         assert tuple(td.steps) == e.steps
+
+
+def test_a_sums_terms_come_in_the_order_their_values_are_made(monkeypatch):
+    # The gradient of sum_k ((c_k - x) e^-y)^2 sums products made from each term's forward
+    # values: every sum of three or more operands lists its terms in the order their last
+    # operand was made (a lane kernel then adds each term as it comes; a costly one where it
+    # is made), inputs and constants after them; the deferred schedule makes the same order.
+    f = sg.apply("add", *[((0.3 * k - x) * sg.exp(-y)) ** 2 + z for k in range(9)])
+    eager, deferred = _both(_jobs(f), monkeypatch)
+    p = eager[1]
+    at = {s.target: k for k, s in enumerate(p.steps)}
+    late = len(p.steps)
+
+    def made_at(operand) -> int:
+        if operand.kind != "name" or operand.value not in at:
+            return late  # an input or a constant
+        step = p.steps[at[operand.value]]
+        if step.op == "neg":
+            if step.operands[0].value not in at:
+                return late
+            step = p.steps[at[step.operands[0].value]]
+        if OPS[step.op].cost > 1:
+            return at[step.target]  # a costly term: where it is made
+        names = [o.value for o in step.operands if o.kind == "name"]
+        names = [p.steps[at[n]].operands[0].value if n in at and p.steps[at[n]].op == "neg"
+                 else n for n in names]
+        return max((at[n] for n in names if n in at), default=at[step.target])
+
+    sums = [s for s in p.steps if s.op == "add" and len(s.operands) > 2]
+    assert len(sums) >= 3
+    for s in sums:
+        terms = [o for o in s.operands if not (o.kind == "name" and o.value in at
+                                               and p.steps[at[o.value]].op == "add")]
+        keys = [made_at(o) for o in terms]
+        assert keys == sorted(keys), s
+    assert [d.steps for d in deferred] == [e.steps for e in eager]

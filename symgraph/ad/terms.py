@@ -243,13 +243,20 @@ def group_terms(kind_of: np.ndarray, arity: np.ndarray, flat: np.ndarray, n: int
     hosts, codes = host_of[variable], kind_of[joins] * MAX_TERM_VARIABLES + slot_in[variable]
     by_host = np.lexsort((codes, hosts))
     hosts, codes = hosts[by_host], codes[by_host]
+    # A host's signature: its kind, then its joiners' codes. Each distinct tuple of codes is
+    # ranked as the tuples sort (a shorter one that is a prefix first, as a row padded with
+    # -1 would): a table of every host's codes would be as wide as the most joiners of one
+    # host (dirichlet_multinomial@3528: 7,000 rows of 3,529, 0.5 s to fill and sort).
     per_host = np.bincount(hosts, minlength=count)
-    signature = np.full((count, 1 + int(per_host.max(initial=0))), -1, np.int64)
-    signature[:, 0] = kind_of
-    place = np.arange(len(hosts)) - (np.cumsum(per_host) - per_host)[hosts]
-    signature[hosts, 1 + place] = codes
+    joined = np.flatnonzero(per_host)
+    runs = [tuple(part.tolist()) for part in np.split(codes, np.cumsum(per_host[joined])[:-1])
+            ] if len(joined) else []  # (codes are by host: `by_host`)
+    distinct = sorted(set(runs))
+    rank = {r: k + 1 for k, r in enumerate(distinct)}  # 0: no joiners
+    joins_of = np.zeros(count, np.int64)
+    joins_of[joined] = [rank[r] for r in runs]
     kept = np.flatnonzero(lone)
-    rows = signature[kept]
+    rows = np.stack([kind_of[kept], joins_of[kept]], axis=1)
     order = np.lexsort(rows.T[::-1])  # rows sorted (np.unique(axis=0) is slower)
     rows, kept = rows[order], kept[order]
     starts_of = np.flatnonzero(np.r_[True, (rows[1:] != rows[:-1]).any(axis=1)])
@@ -257,12 +264,13 @@ def group_terms(kind_of: np.ndarray, arity: np.ndarray, flat: np.ndarray, n: int
         return None
     found = []
     for g, first in enumerate(starts_of.tolist()):
-        row = rows[first].tolist()
+        kind, joins = rows[first].tolist()
         members = np.sort(kept[first:starts_of[g + 1] if g + 1 < len(starts_of) else None])
         k = int(arity[members[0]])
         table = flat[starts[members][:, None] + np.arange(k)]
-        parts = [(c // MAX_TERM_VARIABLES, c % MAX_TERM_VARIABLES) for c in row[1:] if c >= 0]
-        found.append((row[0], parts, table, members))
+        parts = [(c // MAX_TERM_VARIABLES, c % MAX_TERM_VARIABLES)
+                 for c in (distinct[joins - 1] if joins else ())]
+        found.append((kind, parts, table, members))
     return found
 
 

@@ -28,7 +28,7 @@ from typing import NamedTuple
 from ..ir.node import Node
 from ..ir.printer import to_text
 from ..ir.traversal import bulk, capped_tree_sizes, topological_order, topological_prefixes
-from .schedule_walk import Walked, walk_schedule
+from .schedule_walk import Walked, terms_in_order, walk_schedule
 from .steps import (
     CONST,
     NAME,
@@ -252,7 +252,10 @@ def _schedule(name: str, outputs: list[tuple[str, Node]], order: list[Node],
                 raise ValueError(f"the expression depends on {node.value!r}, which is not "
                                  "one of the arguments")
             continue
-        refs = tuple(map(get_code, node.args))
+        args = node.args
+        if op == "add" and len(args) > 2:
+            args = terms_in_order(args, code_of)
+        refs = tuple(map(get_code, args))
         if node in inlined:
             code = code_of[node] = refs[0] ^ 1
             if refs[0] < offset or not deferred:  # (deferred: a step's, from its code)

@@ -26,6 +26,54 @@ from typing import NamedTuple
 import numpy as np
 
 from ..ir.node import Node
+from ..ir.ops import OPS
+
+_INPUTS_LAST, _CONSTANTS_LAST = 1 << 61, 1 << 62  # (as they are, after the steps)
+_ARITHMETIC = frozenset(name for name, spec in OPS.items() if spec.cost <= 1)
+
+
+def terms_in_order(args: tuple[Node, ...], code_of: dict[Node, int]) -> tuple[Node, ...]:
+    """A sum's terms (three or more) in the order their values can be made: an arithmetic
+    one where its last operand that is a step is made (one of inputs and constants alone, or
+    a costlier one, such as a digamma, where it is made itself; a negation where its argument
+    is: it is inlined as `a - x` or made right after it), then inputs and constants as the
+    sum has them (``t0 + b - y``).
+
+    Computed left to right, a lane kernel's list schedule (backends.numba.order) adds each
+    term as soon as it is made instead of keeping every term alive until the first in the
+    DAG's order is ready (FIT gauss_loglik@24: 70 values alive at the widest, 27 so). Two
+    terms keep their order: a + b is b + a, bit for bit. Codes of both paths (with or without
+    `offset`) order the same way, and a negation counts as its argument (the eager path
+    inlines some that the walk settles only later), so the eager and the walked schedule
+    agree."""
+    if len(args) <= 2:
+        return args
+    keys = []
+    for node in args:
+        if node.op == "neg":
+            node = node.args[0]
+        op = node.op
+        if op == "const":
+            key = _CONSTANTS_LAST
+        elif op == "symbol":
+            key = _INPUTS_LAST
+        elif op not in _ARITHMETIC:
+            key = code_of[node]  # its value comes where it is made (late: it is costly)
+        else:
+            key = None
+            for arg in node.args:
+                if arg.op == "neg":
+                    arg = arg.args[0]
+                if arg.op != "const" and arg.op != "symbol":
+                    code = code_of[arg]
+                    if key is None or code > key:
+                        key = code
+            if key is None:  # of inputs and constants alone: where it is made
+                key = code_of[node]
+        keys.append(key)
+    if all(a <= b for a, b in zip(keys, keys[1:])):
+        return args
+    return tuple(args[k] for k in sorted(range(len(args)), key=keys.__getitem__))
 
 
 def _finished(roots: list[Node], first: list[Node], done: dict) -> Iterator[Node | None]:
@@ -139,6 +187,8 @@ def walk_schedule(outputs: list[tuple[str, Node]], first: list[Node], inputs: Se
             code_of[node] = code
             continue
         args = node.args
+        if op == "add" and len(args) > 2:
+            args = terms_in_order(args, code_of)
         if len(args) <= width:  # (the codes straight into the list: no tuple of them)
             add_count(len(args))
             encode(map(get_code, args))

@@ -2,12 +2,14 @@
 vector segment an order with few live values, and where its loops end.
 
 A lane kernel (backends.numba.batch) runs each segment of a program as one loop over a block
-of points. A big program's segment has thousands of steps: LLVM's time for one loop grows
-faster than its length, and its register allocator spills what the loop keeps alive. So a
-segment longer than CUT_ABOVE is reordered for few live values (`few_live`) and cut into
-loops of at most LOOP_STEPS steps where the fewest values cross (`cut_run`); a crossing value
-goes through a slot (a store and a load per point). Reordering changes no result: every step
-is the same IEEE operation on the same operands.
+of points. LLVM's register allocator spills what a loop keeps alive, so a segment whose
+program order keeps more values alive than the core has vector registers is reordered for
+few live values (`few_live`: its wide sums `chained`, then a list schedule). A big program's
+segment has thousands of steps, and LLVM's time for one loop grows faster than its length:
+a segment longer than CUT_ABOVE is also cut into loops of at most LOOP_STEPS steps where the
+fewest values cross (`cut_run`); a crossing value goes through a slot (a store and a load
+per point). Reordering changes no result: every step is the same IEEE operation on the same
+operands, a chained sum's additions too.
 """
 
 from __future__ import annotations
@@ -25,6 +27,19 @@ LOOP_STEPS = 150
 # Segments up to this many steps keep their order and their one loop, as every lane kernel did
 # before (programs of up to 1,200 steps, the families at ~100 operations: fitted there).
 CUT_ABOVE = 600
+# AVX2's vector registers: a run whose program order keeps no more values alive keeps it.
+REGISTERS = 16
+# A run of up to CUT_ABOVE steps is reordered only when that keeps at most this share of its
+# values alive (summed over its steps): a list schedule moves costly steps (divisions, calls)
+# away from the work that hid their latency. Fitted on FIT families at ~100 operations:
+# gauss_loglik@24 (0.41: 13.1 -> 11.5 ns a point), quadratic_form@13 (0.21), arrhenius@31
+# (0.69) gained; logistic_regression@13 (0.77) and gibbs_mixing@25 (0.79) lost 5-16%. Held
+# out: rational@14 (0.91) lost 13-19% reordered; bratu@13 (0.56) and catenary_chain@20
+# (0.54) gained 10-20%.
+WORTH_REORDERING = 0.75
+# Sums and products of more operands than this are chained (`chained`); shorter ones read as
+# one line, as in the other kernels (a list schedule gains little from their links).
+CHAIN_ABOVE = 4
 
 
 def _value(operand: Operand) -> str | None:
@@ -78,16 +93,46 @@ def segments(p: Program, kind: Callable[[Step], Hashable] = is_vector_step,
 
 
 def few_live(run: list[Step], p: Program) -> list[Step]:
-    """The steps of `run` in an order with few values alive at once: program order or a list
-    schedule (`_greedy`), whichever keeps fewer alive on average (`crossings`).
-    Program order puts a gradient's forward sweep before its backward one (gauss_loglik@250:
-    725 values alive at the widest point, 259 scheduled); a loop's live values are what LLVM
-    keeps in registers or spills, and what a cut between loops (`cut_run`) stores in slots.
-    The same steps on the same operands: the same bits in any order."""
-    if len(run) <= CUT_ABOVE:
-        return run
-    scheduled = _greedy(run, p)
-    return min((scheduled, run), key=lambda order: sum(crossings(order, p)))
+    """The steps of `run` (its wide sums and products `chained`) in an order with few values
+    alive at once: program order or a list schedule (`_greedy`), whichever keeps fewer alive
+    on average (`crossings`). Program order puts a gradient's forward sweep before its
+    backward one (gauss_loglik@250: 725 values alive at the widest point, 259 scheduled); a
+    loop's live values are what LLVM keeps in registers or spills, and what a cut between
+    loops (`cut_run`) stores in slots. The same operations on the same operands in the same
+    association: the same bits in any order.
+
+    Every size where program order keeps more values alive than REGISTERS, not only long
+    runs: FIT gauss_loglik@24 (190 steps, one loop) spilled 47 vectors in program order, 24
+    so (13.1 -> 11.5 ns a point)."""
+    if max(crossings(run, p)) <= REGISTERS:
+        return run  # nothing to spill: LLVM's own order is as good (coulomb@2, reordered
+        # though only 6 values were alive: 3.05 -> 4.11 ns a point)
+    chains = chained(run)
+    scheduled = _greedy(chains, p)
+    alive = sum(crossings(scheduled, p)) / max(1, sum(crossings(chains, p)))
+    if alive < (1.0 if len(run) > CUT_ABOVE else WORTH_REORDERING):
+        return scheduled
+    return run
+
+
+def chained(run: list[Step]) -> list[Step]:
+    """`run` with each sum or product of more than CHAIN_ABOVE operands as a chain of two-operand
+    steps, left to right as its one line evaluates (``a + b - c`` is ``(a + b) - c``: the same
+    bits). A list schedule can then add each term as soon as it is made, where the wide step
+    kept every term alive until the last was ready. A link is named after its step
+    (``_t9_1``: a leading underscore, which no symbol or temporary has)."""
+    out: list[Step] = []
+    for s in run:
+        if s.op not in ("add", "mul") or len(s.operands) <= CHAIN_ABOVE:
+            out.append(s)
+            continue
+        head = s.operands[0]
+        for k, operand in enumerate(s.operands[1:-1], 1):
+            link = Operand(NAME, f"_{s.target}_{k}")
+            out.append(Step(link.value, s.op, (head, operand)))
+            head = link
+        out.append(Step(s.target, s.op, (head, s.operands[-1]), s.comment))
+    return out
 
 
 def _greedy(run: list[Step], p: Program) -> list[Step]:
