@@ -124,14 +124,9 @@ def value_lanes(_X, _OUT, _T, _F, _s, _m):
         t20 = 8.0 * t19  # 8 - 8*cos(t7)
         t21 = vcos(t0_)  # cos(t0)
         f = t2 + t5 + t8 + t11 + t14 + t17 + t20 - t21 + 1.0
-        _F[_j] |= abs(t3_) > 50000000.0
-        _F[_j] |= abs(t1_) > 50000000.0
-        _F[_j] |= abs(t4_) > 50000000.0
-        _F[_j] |= abs(t5_) > 50000000.0
-        _F[_j] |= abs(t6_) > 50000000.0
-        _F[_j] |= abs(t2_) > 50000000.0
-        _F[_j] |= abs(t7_) > 50000000.0
-        _F[_j] |= abs(t0_) > 50000000.0
+        _F[_j] |= (abs(t3_) > 50000000.0 or abs(t1_) > 50000000.0 or abs(t4_) > 50000000.0
+                   or abs(t5_) > 50000000.0 or abs(t6_) > 50000000.0 or abs(t2_) > 50000000.0
+                   or abs(t7_) > 50000000.0 or abs(t0_) > 50000000.0)
         _OUT[_s + _j, 0] = f
     for _j in range(_m):
         if _F[_j]:  # again with libm's sin/cos (the row kernel's steps)
@@ -344,14 +339,9 @@ def value_grad_lanes(_X, _OUT, _T, _F, _s, _m):
         t34 = vsin(t7_)  # sin(t7)
         t35 = -t34  # -sin(t7)
         df_dt7_ = -8.0 * t35  # 8*sin(t7)
-        _F[_j] |= abs(t3_) > 50000000.0
-        _F[_j] |= abs(t1_) > 50000000.0
-        _F[_j] |= abs(t4_) > 50000000.0
-        _F[_j] |= abs(t5_) > 50000000.0
-        _F[_j] |= abs(t6_) > 50000000.0
-        _F[_j] |= abs(t2_) > 50000000.0
-        _F[_j] |= abs(t7_) > 50000000.0
-        _F[_j] |= abs(t0_) > 50000000.0
+        _F[_j] |= (abs(t3_) > 50000000.0 or abs(t1_) > 50000000.0 or abs(t4_) > 50000000.0
+                   or abs(t5_) > 50000000.0 or abs(t6_) > 50000000.0 or abs(t2_) > 50000000.0
+                   or abs(t7_) > 50000000.0 or abs(t0_) > 50000000.0)
         _T[0 + _j] = f
         _T[64 + _j] = df_dt0_
         _T[128 + _j] = df_dt1_

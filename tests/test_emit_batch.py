@@ -373,6 +373,62 @@ def test_lane_loops_vectorise_without_fma_contraction(name, use_kernel):
         assert "llvm.fma" in llvm  # (vecmath's exp polynomial)
 
 
+def _cosh_chain(links: int = 14):
+    u = sg.symbols(" ".join(f"u{k}" for k in range(links + 1)))
+    return apply("add", *[(1 + 0.1 * k) * sg.cosh(u[k + 1] - u[k]) for k in range(links)]), list(u)
+
+
+def test_a_lane_loop_sets_a_points_flag_once_for_all_its_range_tests():
+    # One `_F[_j] |= (a or b ...)` a loop, never one statement a test (see batch.flag_lines).
+    expr, args = _cosh_chain()
+    lines = lane_kernel_lines(build_programs([expr], args, args, True, False)[1])
+    source = "\n".join(lines)
+    tree = ast.parse(source)
+    loops = [node for node in ast.walk(tree) if isinstance(node, ast.For)]
+    flags = [sum(isinstance(st, ast.AugAssign) for st in loop.body) for loop in loops]
+    assert max(flags) == 1 and source.count("abs(") == 14  # cosh, sinh of one argument: one test
+    assert all(len(line) <= 100 for line in lines if "_F[_j] |=" in line or " or abs(" in line)
+
+
+AVX2_CHILD = textwrap.dedent("""
+    import re, sys
+    import numpy as np
+    from symgraph.lower.programs import build_programs
+    from symgraph.backends.registry import render_source
+    from symgraph.runtime.loading import load_source
+    from tests.test_emit_batch import _cosh_chain
+    expr, args = _cosh_chain()
+    programs = build_programs([expr], args, args, True, False)
+    module, _ = load_source(render_source(programs, [expr], args, "numba"), sys.argv[1])
+    X = np.random.default_rng(1).uniform(-1.0, 1.0, (200, len(args)))
+    module.value_grad_batch(X, np.empty((200, len(programs[1].outputs))))
+    asm = "\\n".join(module.value_grad_chunks.inspect_asm().values())
+    print(len(re.findall(r"vdivpd\\s+%ymm", asm)), len(re.findall(r"zmm", asm)))
+""")
+
+
+@pytest.mark.skipif(platform.machine().lower() not in ("x86_64", "amd64"), reason="x86 assembly")
+def test_a_loop_with_many_range_tests_vectorises_for_avx2(tmp_path):
+    # The cosh/sinh pairs' division, packed 4 doubles a ymm register, for a CPU with AVX2 and
+    # no AVX-512 (Zen 3's features, the host's own cache folder apart): with a flag statement
+    # a test, LLVM left this loop scalar for AVX2 (catenary_chain@20: 330 ns a point).
+    import llvmlite.binding as llvm
+
+    if not llvm.get_host_cpu_features().get("avx2"):
+        pytest.skip("the host cannot run AVX2 code")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = {**os.environ, "PYTHONPATH": root, "NUMBA_CPU_NAME": "znver3",
+           "NUMBA_CPU_FEATURES": "+64bit,+sse,+sse2,+sse3,+ssse3,+sse4.1,+sse4.2,+avx,+avx2,"
+                                 "+fma,+cmov,+cx16,+popcnt,+f16c,+bmi,+bmi2,+lzcnt,+movbe,"
+                                 "-avx512f,-avx512dq,-avx512vl,-avx512bw,-avx512cd",
+           "NUMBA_CACHE_DIR": str(tmp_path / "numba")}
+    child = subprocess.run([sys.executable, "-c", AVX2_CHILD, str(tmp_path)], env=env,
+                           cwd=root, capture_output=True, text=True, timeout=600)
+    assert child.returncode == 0, child.stderr[-2000:]
+    packed_divides, zmm = map(int, child.stdout.split())
+    assert zmm == 0 and packed_divides >= 14  # (8 links vectorised either way)
+
+
 def test_interleaved_half_blocks_give_the_bits_of_one_loop(use_kernel):
     # A small segment with vecmath calls runs a block as two interleaved halves (a batch's
     # last, partial block as one loop): the same operations on the same operands, so the same

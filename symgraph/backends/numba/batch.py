@@ -182,6 +182,26 @@ def range_tests(s: Step) -> list[str]:
             for f in vecmath_calls(OPS[s.op].render("lanes", operands)) if f in LIMITED]
 
 
+def flag_lines(tests: list[str], width: int = 100) -> list[str]:
+    """A loop's out-of-range tests as one statement, ``_F[_j] |= (a or b or ...)``, wrapped
+    at `width`. One read-modify-write of the flag a loop: with one per test, LLVM kept each
+    load and store of _F[_j] and would not vectorise the loop for AVX2 (it did for AVX-512).
+    catenary_chain@20 (20 cosh/sinh tests in one loop), compiled for Zen 3's features on a
+    Zen 4: 330 -> 92 ns a point (87 without any flag); for AVX-512, 58.6 -> 57.4."""
+    if len(tests) <= 1:
+        return [f"{I2}_F[_j] |= {t}" for t in tests]
+    head = f"{I2}_F[_j] |= ("
+    lines, line = [], head
+    for k, test in enumerate(tests):
+        piece = test if k == 0 else f" or {test}"
+        if len(line) + len(piece) + 1 > width and line.strip() not in ("", "_F[_j] |= ("):
+            lines.append(line)
+            line = " " * len(head) + piece.lstrip()
+        else:
+            line += piece
+    return [*lines, line + ")"]
+
+
 def calls_vecmath(p: Program) -> bool:
     """Whether `p`'s lane kernel calls its vecmath steps (one loop each, in a function of its
     own that the kernel's steps of one shape share: runtime.lanes' `calls`) rather than
@@ -349,8 +369,8 @@ def lane_kernel_lines(p: Program) -> list[str]:
         body = [f"{I2}{name} = {cell(name) if name in slot else f'_X[_s + _j, {column[name]}]'}"
                 for name in reads]
         body += step_lines(replace(p, steps=tuple(run)), "lanes", I2)
-        body += [f"{I2}_F[_j] |= {flag}" for flag in
-                 dict.fromkeys(flag for s in run if s.target in limited for flag in range_tests(s))]
+        body += flag_lines(list(dict.fromkeys(
+            flag for s in run if s.target in limited for flag in range_tests(s))))
         body += [f"{I2}{cell(s.target)} = {s.target}" for s in run if s.target in slot]
         if direct_out:
             body += [f"{I2}_OUT[_s + _j, {k}] = {o}" for k, o in enumerate(results)
