@@ -152,7 +152,8 @@ def vtan(x: float) -> float:
     n_lo = _where(odd, c_lo, s_lo)
     d_hi = _where(odd, s, c)
     d_lo = _where(odd, s_lo, c_lo)
-    q = n_hi / d_hi
+    inv = 1.0 / d_hi  # one division: q = n_hi inv is within ~1 ulp, and the correction
+    q = n_hi * inv  # below, (n - q d) / d by the exact residual times inv, makes up for it
     p = q * d_hi
-    t = q + ((((n_hi - p) - _mul_error(q, d_hi, p)) + n_lo) - q * d_lo) / d_hi
+    t = q + ((((n_hi - p) - _mul_error(q, d_hi, p)) + n_lo) - q * d_lo) * inv
     return _where(x == 0.0, x, _where(odd, -t, t))  # keeps -0.0
