@@ -159,6 +159,10 @@ def test_runtime_digest_covers_the_lowering_claims_lanes_adapter_vecmath_and_sim
     names = {path.name for path in numba_cache.runtime_files()}
     assert {"__init__.py", "lowering.py", "lanes.py", "claims.py", "plain.py", "probe.py",
             "vecmath.py", "simd.py"} <= names  # simd: which packs run SIMD on this CPU
+    # every vecmath module (the lowering inlines their functions into the kernels)
+    folder = numba_cache.runtime_files()[0].parent.parent
+    assert {path.name for path in folder.glob("vecmath*.py")} <= names
+    assert {"vecmath_trig.py", "vecmath_root.py", "deferred.py"} <= names
 
 
 def test_only_the_runtime_adapter_imports_numbas_code_generation_internals():

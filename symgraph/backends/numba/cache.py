@@ -168,13 +168,14 @@ def drop_if_changed(dispatchers: Iterable[Any], sources: Iterable[str]) -> bool:
 
 def runtime_files() -> list[Path]:
     """The files whose code a generated Numba module's machine code holds besides its own:
-    the runtime package (lowering, lanes, claims, the adapter), vecmath, which the lowering
-    inlines, simd (which packs it runs on this CPU), and the special functions the op table's
+    the runtime package (lowering, lanes, claims, the adapter), vecmath and every module of
+    its (`vecmath_*.py`: the lowering inlines them; trig and root were missing here, so an
+    edit of vtan left Numba's cached kernels as they were), the `jit` they are made with,
+    simd (which packs it runs on this CPU), and the special functions the op table's
     templates call (compiled into it)."""
     here = Path(__file__).resolve().parent
-    return sorted((here / "runtime").glob("*.py")) + [
-        here / "vecmath.py", here / "vecmath_log.py", here / "vecmath_gamma.py",
-        here / "special.py", here / "simd.py"] + [
+    return sorted((here / "runtime").glob("*.py")) + sorted(here.glob("vecmath*.py")) + [
+        here / "deferred.py", here / "special.py", here / "simd.py"] + [
         here.parent.parent / "ir" / f"{name}.py" for name in (
             "special", "special_bessel", "special_erf", "special_gamma", "special_lgamma")]
 
