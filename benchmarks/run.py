@@ -229,8 +229,9 @@ class Runner:
                                           env=self.env, timeout=self.hard_limit(tool))
                 except subprocess.TimeoutExpired:
                     break
-                found += [json.loads(line[len(MARK):]) for line in proc.stdout.splitlines()
-                          if line.startswith(MARK) and '"warm"' in line]
+                events = [json.loads(line[len(MARK):]) for line in proc.stdout.splitlines()
+                          if line.startswith(MARK)]
+                found += [e for e in events if e.get("event") == "warm"]
             found.sort(key=lambda f: f["setup_warm_s"])
             for r in records:
                 if r["workload"] == name and r["status"] == "ok":

@@ -27,7 +27,7 @@ from numba import njit
 from symgraph.backends.numba.runtime import fetch_add, floats_line, lane_loops, load_acquire, point_line, straight_line
 from symgraph.backends.numba.vecmath import vexp, vlog
 
-# runtime 05632257428abf4d540723bc: Numba's cache of this file is of that runtime
+# runtime 16c698d46fcc0c8f69aed3d2: Numba's cache of this file is of that runtime
 
 
 def value_steps(_x, _out):

@@ -194,7 +194,7 @@ def flag_lines(tests: list[str], width: int = 100) -> list[str]:
     lines, line = [], head
     for k, test in enumerate(tests):
         piece = test if k == 0 else f" or {test}"
-        if len(line) + len(piece) + 1 > width and line.strip() not in ("", "_F[_j] |= ("):
+        if len(line) + len(piece) + 1 > width and line != head:
             lines.append(line)
             line = " " * len(head) + piece.lstrip()
         else:

@@ -166,18 +166,33 @@ def drop_if_changed(dispatchers: Iterable[Any], sources: Iterable[str]) -> bool:
     return dropped
 
 
+def inlined_files() -> list[Path]:
+    """vecmath and the modules beside it that it imports: what machine code inlines from it;
+    and the special functions the op table's templates call (compiled into it as well). Read
+    from the files' `from .` lines, so a module split out of vecmath is covered at once."""
+    here = Path(__file__).resolve().parent
+    files, todo = [], [here / "vecmath.py", here / "vecmath_gamma.py", here / "special.py",
+                       here.parent.parent / "ir" / "special.py"]  # (vecmath_gamma: on first use)
+    while todo:
+        path = todo.pop()
+        if path not in files and path.is_file():
+            files.append(path)
+            for line in path.read_text(encoding="utf-8").splitlines():
+                if line.startswith("from .") and not line.startswith("from .."):
+                    # `from .x.y import ...`: x/y.py, or the package x/y/__init__.py
+                    module = path.parent.joinpath(*line.split()[1][1:].split("."))
+                    todo += [module.with_suffix(".py"), module / "__init__.py"]
+    return files
+
+
 def runtime_files() -> list[Path]:
     """The files whose code a generated Numba module's machine code holds besides its own:
-    the runtime package (lowering, lanes, claims, the adapter), vecmath and every module of
-    its (`vecmath_*.py`: the lowering inlines them; trig and root were missing here, so an
-    edit of vtan left Numba's cached kernels as they were), the `jit` they are made with,
-    simd (which packs it runs on this CPU), and the special functions the op table's
-    templates call (compiled into it)."""
+    the runtime package (lowering, lanes, claims, the adapter), what it inlines from vecmath
+    and the special functions (`inlined_files`: a fixed list here once missed vecmath_trig
+    and vecmath_root, so an edit of vtan left Numba's cached kernels as they were), and simd
+    (which packs it runs on this CPU)."""
     here = Path(__file__).resolve().parent
-    return sorted((here / "runtime").glob("*.py")) + sorted(here.glob("vecmath*.py")) + [
-        here / "deferred.py", here / "special.py", here / "simd.py"] + [
-        here.parent.parent / "ir" / f"{name}.py" for name in (
-            "special", "special_bessel", "special_erf", "special_gamma", "special_lgamma")]
+    return sorted({*(here / "runtime").glob("*.py"), *inlined_files(), here / "simd.py"})
 
 
 @functools.cache

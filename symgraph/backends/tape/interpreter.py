@@ -54,7 +54,7 @@ from ...ir.ops import OPS
 from ..files import default_cache_dir, read_text, write_atomically
 from ..imports import import_file
 from ..numba import vecmath
-from ..numba.cache import dispatchers_of, drop_if_changed
+from ..numba.cache import dispatchers_of, drop_if_changed, inlined_files
 from ..numba.cache_files import checked, folders_checked_once, place_cache
 from .opcodes import InstructionSet, instruction_set
 
@@ -140,7 +140,7 @@ def _standard() -> Interpreter | None:
     if found is None:
         # Numba's cache checks only that file; its machine code also holds vecmath's functions.
         checked(dispatchers_of(module))  # before anything reads its cache files
-        drop_if_changed([getattr(module, name) for name in ENTRY_POINTS], _inlined_files())
+        drop_if_changed([getattr(module, name) for name in ENTRY_POINTS], inlined_files())
         found = _by_digest[module.TABLE] = Interpreter(module, standard=True)
     return found if found.standard else None
 
@@ -160,32 +160,12 @@ def _restore(table: str, source: str | None) -> Interpreter:
     return found
 
 
-def _inlined_files() -> list[Path]:
-    """vecmath and the modules beside it that it imports: what the machine code inlines; and
-    the special functions the op table's templates call (compiled into it as well)."""
-    from ...ir import special
-
-    here = Path(vecmath.__file__)  # (vecmath_gamma: imported on first use, not at the top)
-    files, todo = [], [here, here.with_name("vecmath_gamma.py"), here.with_name("special.py"),
-                       Path(special.__file__)]
-    while todo:
-        path = todo.pop()
-        if path not in files and path.is_file():
-            files.append(path)
-            for line in path.read_text(encoding="utf-8").splitlines():
-                if line.startswith("from .") and not line.startswith("from .."):
-                    # `from .x.y import ...`: x/y.py, or the package x/y/__init__.py
-                    module = path.parent.joinpath(*line.split()[1][1:].split("."))
-                    todo += [module.with_suffix(".py"), module / "__init__.py"]
-    return files
-
-
 def _generated_module(source: str) -> ModuleType:
     """Import `source` from ``tape_interpreter_<digest>.py`` in the cache folder."""
     import hashlib
 
     digest = hashlib.sha256(source.encode())
-    for path in _inlined_files():
+    for path in inlined_files():
         digest.update(b"\0" + path.name.encode() + b"\0" + path.read_bytes())
     name = f"symgraph_tape_interpreter_{digest.hexdigest()[:24]}"
     path = default_cache_dir() / "tape" / f"{name.removeprefix('symgraph_')}.py"
