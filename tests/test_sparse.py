@@ -39,18 +39,20 @@ def _symbols(node) -> set:
 
 
 def _zero_factor(outputs) -> bool:
-    """Whether a product has a constant 0 factor (kept: 0 * inf is nan), a pow_prev has a
-    p of its own, or a select's branches read different variables. A derivative through the
-    first is 0 * (the adjoint), which folds to 0 only when the adjoint is a constant; the
-    second's (y, p) second partial is zero on each side of its piecewise definition, which
-    sg.hessian may fold; so is the third's mixed partial across its branches (on each side
-    one branch's variables are constants: acos(g(where(x < c, x, y))) has no x-y term, and
-    sg.hessian folds where(c, 1, 0) * where(c, 0, 1)), while the pattern takes the union of
-    both sides. There the symbolic derivative's structural zeros depend on folding and the
-    pattern may hold more (never fewer) entries."""
+    """Whether a product has a constant 0 factor (kept: 0 * inf is nan), a pow_prev has a p of
+    its own, or a select's branches (where's, max's, min's) read different variables. A
+    derivative through the first is 0 * (the adjoint), which folds to 0 only when the
+    adjoint is a constant; the second's (y, p) second partial is zero on each side of its
+    piecewise definition, which sg.hessian may fold; so is the third's mixed partial across
+    its branches (on each side one branch's variables are constants: acos(g(where(x < c, x,
+    y))) has no x-y term, and sg.hessian folds where(c, 1, 0) * where(c, 0, 1)), while the
+    pattern takes the union of both sides. There the symbolic derivative's structural zeros
+    depend on folding and the pattern may hold more (never fewer) entries."""
     return any((node.op == "mul" and any(a.op == "const" and a.value == 0.0 for a in node.args))
                or (node.op == "pow_prev" and node.args[2] is not node.args[0] ** node.args[1])
                or (node.op == "where" and _symbols(node.args[1]) != _symbols(node.args[2]))
+               or (node.op in ("max", "min")  # selects too: max(x, g(y)) is x or g(y)
+                   and len({frozenset(_symbols(a)) for a in node.args}) > 1)
                for node in topological_order(list(outputs)))
 
 
