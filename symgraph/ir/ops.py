@@ -184,10 +184,10 @@ _op("pow", 2, np.power, _pow_partials, _pow_template("math.pow({0}, {1})"),
 # ---------------------------------------------------------------------------------------------
 # Comparisons: numbers 1.0 / 0.0, derivative zero.
 
-# NumPy's select (np.where, which the comparisons' and where's NumPy forms call) costs ~3.7
-# adds an element, a comparison into it ~4.3 (512-element blocks, as runtime.interpret runs
-# batches; 2026-12-02): `np_ns` in runtime.interpret's units (an add: 2.5 ns a point).
-_NP_WHERE_NS, _NP_COMPARE_NS = 9.0, 10.8
+# NumPy's select (np.where, which the comparisons' and where's NumPy forms call): 1.2 ns an
+# element, a comparison into it 1.5, where an add takes 0.2 (2,048-element blocks, as
+# runtime.interpret runs batches, beyond the call; Zen 4, NumPy 2.4, 2026-12-07).
+_NP_WHERE_NS, _NP_COMPARE_NS = 1.3, 1.5
 
 for _name, _sym, _ufunc, _latex, _rel, _title in [
     ("lt", "<", np.less, "<", "Lt", "Less"),
@@ -230,7 +230,7 @@ _func("cbrt", cbrt_array, lambda x, out: 1.0 / (3.0 * out * out), py="_cbrt({0})
       np_="_cbrt_np({0})", nb="vcbrt({0})", lanes="vcbrt({0})", latex=r"\sqrt[3]{{{0}}}",
       np_prelude=(cuberoot_source("_cbrt"), cuberoot_source("_cbrt_np", cbrt_array)),
       sympy=lambda sp, x: sp.sign(x) * sp.Abs(x) ** sp.Rational(1, 3), domain=(0.1, 4.0),
-      np_ns=55.0)
+      np_ns=28.0)
 _func("exp", np.exp, lambda x, out: out, latex=r"e^{{{0}}}", lanes="vexp({0})",
       sympy_names=("exp",), method=True)
 _func("expm1", np.expm1, lambda x, out: out + 1.0, latex=r"\left(e^{{{0}}} - 1\right)",
@@ -244,10 +244,12 @@ _func("log2", np.log2, lambda x, out: 1.0 / (x * math.log(2.0)), latex=r"\log_2\
 _func("log10", np.log10, lambda x, out: 1.0 / (x * math.log(10.0)),
       latex=r"\log_{{10}}\left({0}\right)", sympy=lambda sp, x: sp.log(x, 10), domain=(0.1, 4.0),
       lanes="vlog10({0})")
+# NumPy's float64 sin and cos take ~8 ns an element (exp and log ~0.8), so interpreted batches
+# weigh them by that (same blocks and machine as the select's above).
 _func("sin", np.sin, lambda x, out: x.call("cos"), lanes="vsin({0})", sympy_names=("sin",),
-      method=True, finite=True)
+      method=True, finite=True, np_ns=8.0)
 _func("cos", np.cos, lambda x, out: -x.call("sin"), lanes="vcos({0})", sympy_names=("cos",),
-      method=True, finite=True)
+      method=True, finite=True, np_ns=8.0)
 _func("tan", np.tan, lambda x, out: 1.0 + out * out, domain=(-1.2, 1.2), sympy_names=("tan",),
       lanes="vtan({0})")
 
@@ -438,8 +440,8 @@ _special("xlogy", 2, lambda a, out: (a[1].call("log"), a[0] / a[1]),
          r"{0} \log\left({1}\right)", (DEFAULT_DOMAIN, (0.1, 4.0)),
          sympy=lambda sp, x, y: x * sp.log(y), cost=TRANSCENDENTAL, lanes="vxlogy({0}, {1})",
          # NumPy's own ufuncs, not np.vectorize (~650 ns an element on a Zen 3: a KL divergence's
-         # interpreted first batch took 0.3 s): 27 ns an element in 512-row blocks there
-         np_="np.where(({0} == 0.0) & ({1} == {1}), 0.0, {0} * np.log({1}))", np_ns=30.0)
+         # interpreted first batch took 0.3 s): 3.3 ns an element in 2,048-row blocks (Zen 4)
+         np_="np.where(({0} == 0.0) & ({1} == {1}), 0.0, {0} * np.log({1}))", np_ns=3.3)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -42,9 +42,10 @@ class OpSpec:
     np_prelude: tuple[str, ...] = field(default=())  # helper lines the NumPy template needs
     nb_prelude: tuple[str, ...] = field(default=())  # and the Numba one (imports of callees)
     cost: int = 1  # in multiplications: how a program's size is weighed (schedule.Program.cost)
-    # ns per element of the `np` form where `cost` (libm's and NumPy's ufuncs) undercounts it:
-    # one that runs Python per element (np.vectorize, 3-10,000x) or NumPy's select (np.where,
-    # ~4x an add); runtime.interpret weighs it. None: 0 for a ufunc, PYTHON_ELEMENT_NS for an
+    # ns per element of the `np` form where it is well above an ordinary NumPy op's
+    # (runtime.interpret's INTERP_BATCH_NS_PER_OP): one that runs Python per element
+    # (np.vectorize, 3-10,000x), NumPy's select (np.where, ~6x an add), NumPy's float64
+    # sin and cos; runtime.interpret weighs it. None: 0 for a ufunc, PYTHON_ELEMENT_NS for an
     # np.vectorize.
     np_ns: float | None = None
     lanes: Any = None  # lane kernels' template (vecmath calls); None: the `nb` one

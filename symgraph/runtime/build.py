@@ -312,7 +312,7 @@ class Deferred(MadeOnUse):
         self.pending = {p.name: Pending(p.name, p.op_count,
                                         functools.partial(self.interpreter, p.name),
                                         self.straight, lambda: cached, p.name in on_tape,
-                                        lambda p=p: p.cost, functools.partial(lane_units, p),
+                                        functools.partial(lane_units, p),
                                         lambda p=p: p.census)
                         for p in programs}
         self.rows: dict[str, Kernel] = {n: p.row for n, p in self.pending.items()}

@@ -29,11 +29,13 @@ from typing import Any
 import numpy as np
 
 from ..ir.ops import OPS
+from .blocks import block_rows, keep_heap
 
 # Interpreted, per point: a `math` row kernel costs ~ROW_CALL_NS + ROW_NS_PER_OP * ops; a NumPy
 # batch ~BATCH_CALL_NS_PER_OP * ops per block of rows plus BATCH_NS_PER_OP per operation and
 # point. Compiled: a row call ~0.3 us (the call path) plus ~0.5 ns per operation; a batch
-# ~COMPILED_NS_PER_OP per operation and point. Fitted with `python -m benchmarks.setup --fit
+# ~COMPILED_NS_PER_OP per operation and point. (The batch constants were refitted since: below.)
+# Fitted with `python -m benchmarks.setup --fit
 # --families fit` (value+gradient programs of 15-3,750 operations, 20,000-point batches, one
 # core; two runs, at load average ~4 and ~8 on 2 cores, where everything ran up to 2-3x
 # slower): interpreted rows 0.5-88 us (1.0-255 us loaded), batches in blocks 2.2-13.5 ns per
@@ -47,8 +49,21 @@ INTERP_ROW_CALL_NS, INTERP_ROW_NS_PER_OP = 300.0, 20.0
 # load ~5): the real loss per call was 0.87-27.5 us, ~(700 - 300) + 200 per input + 25 per
 # operation ns (the model above alone said 0.2-19 us: a switch 3-5x too late for small ones).
 INTERP_ROW_API_NS, INTERP_ROW_NS_PER_INPUT, INTERP_ROW_API_NS_PER_OP = 400.0, 200.0, 5.0
-INTERP_BATCH_CALL_NS_PER_OP, INTERP_BATCH_NS_PER_OP = 500.0, 2.5
-COMPILED_ROW_CALL_NS, COMPILED_ROW_NS_PER_OP, COMPILED_NS_PER_OP = 300.0, 0.5, 0.5
+# Batches refitted once their blocks stopped faulting in fresh pages (runtime.blocks; FIT
+# families at ~10, ~100, ~1,000 and ~3,000 operations, one core, Zen 4, load ~1, 2026-12-07):
+# interpreted 0.6-1.4 ns per operation and point at <= 1,000 operations (was 2.2-13.5),
+# compiled 0.03-0.43 (median ~0.2). NumPy's call is ~500 ns, and beyond it ordinary ops take
+# ~0.6 ns an element (an add 0.2, exp 0.8), counted per operation, not by `cost` (a fit by
+# cost gave a negative weight); ops far slower in NumPy carry their own `np_ns`. Longer
+# programs lose more per operation than that (cache misses across their temporaries:
+# 1.5-5x at 2,000-9,400 operations), hence BIG_PROGRAM_OPS's power law. Measured loss over
+# the model's: FIT 0.58-1.89 (median 1.04) at <= 1,000 operations, 0.48-1.73 (0.91) beyond;
+# VALIDATE 0.32-2.29 (0.98; nbody@6 the worst) and 0.35-1.55 (0.82), leaving out the 10
+# workloads of lgamma/digamma, whose np.vectorize `np_ns` (Zen 3's) is 4-5x this machine's
+# (0.20-0.24: they switch at their first batch either way).
+INTERP_BATCH_CALL_NS_PER_OP, INTERP_BATCH_NS_PER_OP = 500.0, 0.6
+BIG_PROGRAM_OPS, BIG_PROGRAM_POWER = 1000, 0.75
+COMPILED_ROW_CALL_NS, COMPILED_ROW_NS_PER_OP, COMPILED_NS_PER_OP = 300.0, 0.5, 0.2
 # What switching costs: Numba's compile of a kernel (FIT: rows 40-1,150 ms at load ~4 and
 # 85-2,000 ms at ~8 for 15-3,750 operations; batch chunk kernels 150-2,400 ms, but none for
 # programs whose batches run on the tape's lanes), and the first compile of a process pays
@@ -109,12 +124,6 @@ LANE_MS_PER_UNIT = 0.8
 # loads the tape's interpreter at its first compiled batch too, the first time in a process
 # (its module's ~90 cache=True functions and its machine code: weibull@148, ~30 ms at load ~4).
 FIRST_TAPE_LOAD_MS = 30.0
-# NumPy runs an interpreted batch in blocks of this many rows: each step's temporary then
-# stays in the CPU's cache (and in malloc's heap: 20,000 float64s are past glibc's mmap
-# threshold, so every step of an unblocked batch maps and faults in fresh pages). Fitted on
-# FIT families (gauss_loglik@24/@259, weibull@14, arrhenius@31, one core): 512 rows took
-# 0.4-0.55x the unblocked time, 1024 0.25-0.95x, 2048 0.6-1.0x.
-INTERP_BLOCK_ROWS = 512
 # Ops whose NumPy form runs Python per element (np.vectorize: erf, erfc, cbrt, the special
 # functions) or NumPy's select (where and the comparisons: np.where, ~4 adds an element)
 # take the op table's `np_ns` per point, not ~INTERP_BATCH_NS_PER_OP * `cost`:
@@ -162,26 +171,24 @@ def row_loss_ns(ops: int, inputs: int = 0, python_ns: float = 0.0) -> float:
             + (INTERP_ROW_NS_PER_OP - COMPILED_ROW_NS_PER_OP) * ops + python_ns)
 
 
-def batch_loss_ns(ops: int, rows: int, cost: int | None = None,
-                  python_ns: float = 0.0) -> float:
+def batch_loss_ns(ops: int, rows: int, python_ns: float = 0.0) -> float:
     """What one interpreted batch call of `rows` points loses against the compiled one: a
-    NumPy call per operation and block, and per point the program's `cost` (operations
-    weighted by the op table's cost: NumPy's exp or sin takes several times an add per
-    element; `ops` when not given) and `python_ns` (`python_element_ns`)."""
-    blocks = -(-rows // INTERP_BLOCK_ROWS)
+    NumPy call per operation and block, and per point its operations (more each past
+    BIG_PROGRAM_OPS) and `python_ns` (`python_element_ns`)."""
+    blocks = -(-rows // block_rows(ops))
+    scale = max(1.0, ops / BIG_PROGRAM_OPS) ** BIG_PROGRAM_POWER
     return (INTERP_BATCH_CALL_NS_PER_OP * ops * blocks
-            + ((INTERP_BATCH_NS_PER_OP - COMPILED_NS_PER_OP) * (ops if cost is None else cost)
-               + python_ns) * rows)
+            + ((INTERP_BATCH_NS_PER_OP * scale - COMPILED_NS_PER_OP) * ops + python_ns) * rows)
 
 
 def python_element_ns(census: dict[tuple[str, int, int | None], int]) -> float:
     """Per point, what a program's (`Program.census`) ops whose NumPy form runs Python per
-    element take beyond what their `cost` counts (the op table's `np_ns`)."""
+    element take beyond an ordinary op (the op table's `np_ns`)."""
     total = 0.0
     for (op, _, _), count in census.items():
         spec = OPS.get(op)
         if spec is not None and spec.np_ns:
-            total += count * max(0.0, spec.np_ns - INTERP_BATCH_NS_PER_OP * spec.cost)
+            total += count * max(0.0, spec.np_ns - INTERP_BATCH_NS_PER_OP)
     return total
 
 
@@ -193,24 +200,15 @@ class Pending:
 
     def __init__(self, name: str, ops: int, interpreter: Callable[[], Any],
                  compiled: Callable[[], Any], cached: Callable[[], bool],
-                 on_tape: bool = False, cost: Callable[[], int] | None = None,
-                 lanes: Callable[[], int] | None = None,
+                 on_tape: bool = False, lanes: Callable[[], int] | None = None,
                  census: Callable[[], dict] | None = None) -> None:
         self.name, self.ops, self.on_tape = name, max(1, ops), on_tape
         self._lanes_of, self._lanes = lanes, None  # its lane kernel's weight, on first use
-        self._cost, self._cost_of = None, cost  # (the program's weighted cost, on first use)
         self._census_of, self._python_ns = census, None  # (its ops run in Python: first use)
         self._interpreter = interpreter  # the Python module, imported on the first use
         self._compiled, self._cached = compiled, cached
         self.lost_ns = 0.0  # interpreted work so far, as time lost against compiled kernels
         self.built: Any = None  # the straight-line Build, once switched
-
-    @property
-    def cost(self) -> int:
-        """The program's `Program.cost` (its operations when not given), taken once."""
-        if self._cost is None:
-            self._cost = self.ops if self._cost_of is None else max(1, self._cost_of())
-        return self._cost
 
     @property
     def python_ns(self) -> float:
@@ -287,7 +285,7 @@ class Pending:
         """Whether this batch runs interpreted (counting it), else the switch is made."""
         if self.built is not None:
             return False
-        loss = batch_loss_ns(self.ops, X.shape[0], self.cost, self.python_ns)
+        loss = batch_loss_ns(self.ops, X.shape[0], self.python_ns)
         budget = self._budget_ns()
         if self.on_tape and "symgraph.backends.tape.standard" not in sys.modules:
             budget += FIRST_TAPE_LOAD_MS * 1e6  # (its batches need the tape's interpreter)
@@ -299,7 +297,8 @@ class Pending:
     def _interpret(self, X: np.ndarray, OUT: np.ndarray) -> bool:
         """NumPy over blocks of rows; False (and switched from then on) when an op's NumPy
         form cannot run them."""
-        rows, step = X.shape[0], INTERP_BLOCK_ROWS
+        rows, step = X.shape[0], block_rows(self.ops)
+        keep_heap()
         try:
             for start in range(0, rows, step):
                 self._batch(X[start:start + step], OUT[start:start + step])
