@@ -12,9 +12,11 @@ array sets off); `keep_heap` does it once a process, with a buffer it never touc
 faulted in, ~0.1 ms). rational@14 then takes 8.5 ms in blocks of 512 rows and 4.3 in blocks
 of 2,048 (their calls: 279 per block, ~0.5 us each). Elsewhere than glibc it does nothing.
 
-Blocks are as long as fits the kept heap: 2,048 rows up to ~1,000 steps (checked on the FIT
-and VALIDATE families of benchmarks/families.py, interpreted in fresh processes: see
-`benchmarks/setup.py --blocks`), fewer for longer programs, never fewer than 256.
+Blocks are as long as fits the kept heap: 2,048 rows up to ~1,500 steps, fewer for longer
+programs, never fewer than 256. Measured with the heap kept (Zen 4, 2026-12-07; 13 workloads of
+benchmarks/families.py, FIT and VALIDATE, 190-3,727 steps, blocks of 256-4,096 rows): at ~200-
+300 steps 2,048 rows took 0.45-0.6x the time of 512 (4,096 no faster on a first batch); at
+2,000-3,700 steps 1,024-2,048 rows were best, 4,096 up to 3x slower.
 """
 
 from __future__ import annotations
