@@ -46,6 +46,8 @@ class Backend:
     lane_tapes: bool = False  # batches of big call-heavy programs may run on the tape's lanes
     # strategy "auto" runs first calls on the Python backend's module, compiling when it pays
     interpret_first: bool = False
+    # batch kernels are NumPy whole-array code: run in blocks of rows (runtime.blocks)
+    numpy_batches: bool = False
     about: str = ""
     # The module for `symgraph codegen --standalone`: needs no symgraph to run (None: `emit`'s
     # module already needs none).
@@ -102,7 +104,7 @@ BACKENDS: dict[str, Backend] = {b.name: b for b in (
             about="@njit kernels (cached machine code), or the tape for huge programs",
             emit_standalone=emit_numba_standalone, prepare=_prepare_numba,
             lazy_bodies=("_steps", "_lanes")),
-    Backend("python", emit_python, _load_python, (STRAIGHT,),
+    Backend("python", emit_python, _load_python, (STRAIGHT,), numpy_batches=True,
             about="math per point, NumPy per batch: no JIT wait"),
 )}
 

@@ -10,7 +10,9 @@ rational@14 (279 steps, 20,000 points, blocks of 512 rows) 30,000 page faults, 2
 of a freed mmap'ed chunk (its dynamic mmap threshold, what any program that frees a big NumPy
 array sets off); `keep_heap` does it once a process, with a buffer it never touches (no page
 faulted in, ~0.1 ms). rational@14 then takes 8.5 ms in blocks of 512 rows and 4.3 in blocks
-of 2,048 (their calls: 279 per block, ~0.5 us each). Elsewhere than glibc it does nothing.
+of 2,048 (their calls: 279 per block, ~0.5 us each). Elsewhere than glibc it does nothing,
+nor where the process set glibc's thresholds itself (mallopt, or a MALLOC_TRIM_THRESHOLD_
+variable, which dask's distributed workers set to 64 KiB): those settings stay the user's.
 
 Blocks are as long as fits the kept heap: 2,048 rows up to ~1,500 steps, fewer for longer
 programs, never fewer than 256. Measured with the heap kept (Zen 4, 2026-12-07; 13 workloads of
@@ -20,6 +22,8 @@ benchmarks/families.py, FIT and VALIDATE, 190-3,727 steps, blocks of 256-4,096 r
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import numpy as np
 
@@ -47,3 +51,12 @@ def block_rows(ops: int) -> int:
     while rows > MIN_ROWS and 8 * ops * rows > BLOCK_BYTES:
         rows //= 2
     return rows
+
+
+def run_blocks(batch: Callable[[np.ndarray, np.ndarray], None], X: np.ndarray,
+               OUT: np.ndarray, ops: int) -> None:
+    """`batch`, a NumPy kernel of `ops` steps, over X's rows in blocks (into OUT's)."""
+    step = block_rows(ops)
+    keep_heap()
+    for start in range(0, X.shape[0], step):
+        batch(X[start:start + step], OUT[start:start + step])

@@ -29,6 +29,7 @@ from ..lower.products import Product
 from ..lower.programs import build_programs
 from ..lower.schedule import Program
 from .batching import rows_per_thread, run_batch, run_shared
+from .blocks import run_blocks
 from .expression_cache import expression_key, load_programs, load_tape, save_programs, save_tape
 from .loading import cache_dir_of, kept_file, load_kept, load_source
 
@@ -67,6 +68,9 @@ class Build:
         self.rows = {p.name: getattr(module, p.name + "_row") for p in programs}
         self.batches: dict[str, Kernel] = {p.name: getattr(module, p.name + "_batch")
                                            for p in programs}
+        if backend.numpy_batches:
+            self.batches = {p.name: _in_blocks(self.batches[p.name], p.op_count)
+                            for p in programs}
         self.on_tape: list[Program] = []
         self._batch_tapes: Any = None
         self.threaded: dict[str, Kernel] = self.batches
@@ -132,6 +136,15 @@ class Build:
             else:
                 self.threaded[p.name] = functools.partial(
                     run_batch, self.batches[p.name], min_rows=rows_per_thread(p.cost))
+
+
+def _in_blocks(kernel: Kernel, ops: int) -> Kernel:
+    """A NumPy batch kernel of `ops` steps run over blocks of rows (runtime.blocks)."""
+    def batch(X: np.ndarray, OUT: np.ndarray) -> None:
+        run_blocks(kernel, X, OUT, ops)
+
+    batch.__name__ = batch.__qualname__ = kernel.__name__
+    return batch
 
 
 def lane_units(program: Program) -> int:

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from ..ir.ops import OPS
-from .blocks import block_rows, keep_heap
+from .blocks import block_rows, run_blocks
 
 # Interpreted, per point: a `math` row kernel costs ~ROW_CALL_NS + ROW_NS_PER_OP * ops; a NumPy
 # batch ~BATCH_CALL_NS_PER_OP * ops per block of rows plus BATCH_NS_PER_OP per operation and
@@ -297,11 +297,8 @@ class Pending:
     def _interpret(self, X: np.ndarray, OUT: np.ndarray) -> bool:
         """NumPy over blocks of rows; False (and switched from then on) when an op's NumPy
         form cannot run them."""
-        rows, step = X.shape[0], block_rows(self.ops)
-        keep_heap()
         try:
-            for start in range(0, rows, step):
-                self._batch(X[start:start + step], OUT[start:start + step])
+            run_blocks(self._batch, X, OUT, self.ops)
         except Exception:  # noqa: BLE001 - the compiled kernel answers, or raises, instead
             self.lost_ns = float("inf")
             return False
