@@ -51,7 +51,7 @@ def value_grad_row(_x, _out):
         f = 0.5 * t2  # erf(x/sqrt(2))/2 + 1/2
         t3 = t0 * t0  # x**2/2
         t4 = -t3  # -x**2/2
-        t5 = math.exp(t4)
+        t5 = math.exp(t4)  # exp(-x**2/2)
         df_dx = 0.3989422804014327 * t5
         _out[0] = f
         _out[1] = df_dx
@@ -69,7 +69,7 @@ def value_grad_batch(_X, _OUT):
         f = 0.5 * t2  # erf(x/sqrt(2))/2 + 1/2
         t3 = t0 * t0  # x**2/2
         t4 = -t3  # -x**2/2
-        t5 = np.exp(t4)
+        t5 = np.exp(t4)  # exp(-x**2/2)
         df_dx = 0.3989422804014327 * t5
         _OUT[:, 0] = f
         _OUT[:, 1] = df_dx

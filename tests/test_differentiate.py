@@ -60,6 +60,17 @@ def test_derivatives_reuse_the_forward_nodes():
     assert any(n is t for n in topological_order([dt]))  # tanh' = 1 - tanh**2 reuses it
 
 
+def test_a_square_is_one_node_however_written_so_tans_derivative_reuses_the_users():
+    x = sg.symbols("x")
+    u = sg.tan(0.5 * x + 0.1)
+    assert u * u is u**2 and (x * x).op == "pow"
+    f = 1.5 * u**2  # its derivative, 3 u (1 + u*u) / 2, holds u*u by tan's rule
+    d = sg.diff(f, x)
+    nodes = topological_order([f, d])
+    assert [n for n in nodes if n.op == "mul" and all(a is u for a in n.args)] == []
+    assert len([n for n in nodes if n.op == "pow" and n.args[0] is u]) == 1
+
+
 def test_coefficients_that_cancel_leave_the_adjoints_bare():
     # 0.5*u**2 -> 0.5*(2*u)*u' is u*u', and (-0.5*a)*(2*b) is -(a*b): the halves of squares
     # (energies, losses, log-likelihoods) cost no multiplications in their gradients

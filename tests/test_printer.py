@@ -197,7 +197,7 @@ def test_cse_form_names_each_reused_subexpression_once_in_order():
 def test_cse_temporaries_avoid_symbol_and_output_names():
     t0 = symbol("t0")
     e = apply("exp", t0)
-    assert to_text_cse([e * e, e], ["f", "t1"]) == "_t0 = exp(t0)\nf = _t0*_t0\nt1 = _t0"
+    assert to_text_cse([e * e, e], ["f", "t1"]) == "_t0 = exp(t0)\nf = _t0**2\nt1 = _t0"
 
 
 def test_cse_checks_names_match_outputs():

@@ -174,6 +174,8 @@ def _rule_mul(args):
         if a.op != "mul" and b.op != "mul":
             if a.op != "const":
                 if b.op != "const":
+                    if a is b:  # x * x is x**2: one node, however it was written (tan's
+                        return _made("pow", (a, const(2.0)))  # derivative 1 + tan(u)*tan(u))
                     return _op_node("mul", _in_order(a, b, _MUL_RANK))
                 a, b = b, a
             elif b.op == "const":
