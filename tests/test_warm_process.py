@@ -298,13 +298,18 @@ def test_the_interpret_first_rule_weighs_ops_numpy_runs_in_python_by_their_np_ns
     assert all(OPS[n].np.startswith("np.where(") for n in selects)
     # cbrt's NumPy form: ~20 whole-array operations for its correctly rounded bits
     composite = {"cbrt", "xlogy"}  # NumPy forms of several whole-array operations each
-    slow_ufuncs = {"sin", "cos"}  # NumPy's float64 sin and cos: ~8 ns an element, exp ~0.8
+    # NumPy's float64 sin and cos (~15 ns an element, exp ~0.8), np.power of a real exponent
+    slow_ufuncs = {"sin", "cos", "pow"}
     for name, spec in OPS.items():  # the op table says which take more than an ordinary op
         assert (spec.np_ns > interpret.INTERP_BATCH_NS_PER_OP) == (
             name in in_python | selects | composite | slow_ufuncs), name
     census = {("erf", 1, None): 8, ("mul", 2, None): 90, ("exp", 1, None): 4}
     per_point = 8 * (OPS["erf"].np_ns - interpret.INTERP_BATCH_NS_PER_OP)
     assert interpret.python_element_ns(census) == per_point
+    # x**2.5 is np.power's; x**3 is two products, an ordinary op's cost
+    assert interpret.python_element_ns({("pow", 2, None): 2}) == 2 * (
+        OPS["pow"].np_ns - interpret.INTERP_BATCH_NS_PER_OP)
+    assert interpret.python_element_ns({("pow", 2, 3): 2}) == 0.0
     without = interpret.batch_loss_ns(102, 20_000)
     assert interpret.batch_loss_ns(102, 20_000, per_point) == without + per_point * 20_000
 

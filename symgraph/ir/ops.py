@@ -177,6 +177,7 @@ _op("pow", 2, np.power, _pow_partials, _pow_template("math.pow({0}, {1})"),
     _pow_template("np.power({0}, {1})"), _pow_template("{0} ** {1}"),
     lanes=_pow_template("vpow({0}, {1})"), latex="{{{0}}}^{{{1}}}",
     cost=TRANSCENDENTAL,  # small integer powers are multiplications: see schedule's cost
+    np_ns=3.0,  # np.power of another exponent, ns an element (small integer ones: products)
     sympy=lambda sp, a, b: a**b, infix="**", precedence=PREC_POW,
     domain=((0.2, 3.0), (-2.0, 2.0)), title="Power", integer_powers=True,
     spellings=("pow",))  # pow(x, y) is read too
@@ -230,7 +231,7 @@ _func("cbrt", cbrt_array, lambda x, out: 1.0 / (3.0 * out * out), py="_cbrt({0})
       np_="_cbrt_np({0})", nb="vcbrt({0})", lanes="vcbrt({0})", latex=r"\sqrt[3]{{{0}}}",
       np_prelude=(cuberoot_source("_cbrt"), cuberoot_source("_cbrt_np", cbrt_array)),
       sympy=lambda sp, x: sp.sign(x) * sp.Abs(x) ** sp.Rational(1, 3), domain=(0.1, 4.0),
-      np_ns=28.0)
+      np_ns=40.0)  # ns an element: 28 in a loop of its own, 40 in cbrt_density@20's first batch
 _func("exp", np.exp, lambda x, out: out, latex=r"e^{{{0}}}", lanes="vexp({0})",
       sympy_names=("exp",), method=True)
 _func("expm1", np.expm1, lambda x, out: out + 1.0, latex=r"\left(e^{{{0}}} - 1\right)",
@@ -244,12 +245,13 @@ _func("log2", np.log2, lambda x, out: 1.0 / (x * math.log(2.0)), latex=r"\log_2\
 _func("log10", np.log10, lambda x, out: 1.0 / (x * math.log(10.0)),
       latex=r"\log_{{10}}\left({0}\right)", sympy=lambda sp, x: sp.log(x, 10), domain=(0.1, 4.0),
       lanes="vlog10({0})")
-# NumPy's float64 sin and cos take ~8 ns an element (exp and log ~0.8), so interpreted batches
-# weigh them by that (same blocks and machine as the select's above).
+# NumPy's float64 sin and cos take 9-12 ns an element in a loop of their own (exp and log
+# ~0.8), 14-17 in the interpreted first batches of trig_series@17, pendulum_chain@7 and
+# product_chain@33 (same blocks and machine as the select's above): weighed by the latter.
 _func("sin", np.sin, lambda x, out: x.call("cos"), lanes="vsin({0})", sympy_names=("sin",),
-      method=True, finite=True, np_ns=8.0)
+      method=True, finite=True, np_ns=15.0)
 _func("cos", np.cos, lambda x, out: -x.call("sin"), lanes="vcos({0})", sympy_names=("cos",),
-      method=True, finite=True, np_ns=8.0)
+      method=True, finite=True, np_ns=15.0)
 _func("tan", np.tan, lambda x, out: 1.0 + out * out, domain=(-1.2, 1.2), sympy_names=("tan",),
       lanes="vtan({0})")
 

@@ -112,7 +112,13 @@ COMPILED_ROW_CALL_NS, COMPILED_ROW_NS_PER_OP, COMPILED_NS_PER_OP = 300.0, 0.5, 0
 # relu_network@4 and tiered_cost@11 interpreted, 5-13 ms slower each; rational@14) -> 9.5
 # (poisson_glm@17, einstein_solid@12 load; rational@14 a 1.5 ms tie). Hence 15.
 COMPILE_MS, COMPILE_MS_PER_OP, FIRST_COMPILE_MS = 150.0, 0.25, 400.0
-LOAD_MS, LOAD_MS_PER_OP, FIRST_LOAD_MS = 2.0, 0.015, 15.0
+# Refitted once interpreted batches got 2-6x cheaper (runtime.blocks; Zen 4, 2026-12-07, load
+# ~1): the suite's 48 workloads of 150-940 operations, each first batch forced both ways in
+# two warm processes. Loading and the first compiled batch took 9-18 ms, flat in operations
+# (arrhenius@31, 937: 10.4-13.6); interpreting 5-35 ms. Summed over what the wrong choices
+# lost: FIT (19) 23.0 ms with the old 15 and 0.015, 6.7 with 7 and 0.002 (2.6-12.6 for 3-12);
+# VALIDATE (29) 69.6 -> 7.0 (7.0-7.4 for 3-12): hence 7.
+LOAD_MS, LOAD_MS_PER_OP, FIRST_LOAD_MS = 2.0, 0.002, 7.0
 # The lane kernels of big programs (past the 1,200 steps COMPILE_MS_PER_OP was fitted with,
 # up to backends.numba.batch.LANE_BUDGET) compile in ~0.55-0.9 ms of CPU per unit of their
 # `lane_weight` since big ones call their vecmath steps (batch.CALLS_ABOVE; FIT, one core in
@@ -185,9 +191,9 @@ def python_element_ns(census: dict[tuple[str, int, int | None], int]) -> float:
     """Per point, what a program's (`Program.census`) ops whose NumPy form runs Python per
     element take beyond an ordinary op (the op table's `np_ns`)."""
     total = 0.0
-    for (op, _, _), count in census.items():
+    for (op, _, power), count in census.items():
         spec = OPS.get(op)
-        if spec is not None and spec.np_ns:
+        if spec is not None and spec.np_ns and power is None:  # (a small power: products)
             total += count * max(0.0, spec.np_ns - INTERP_BATCH_NS_PER_OP)
     return total
 
