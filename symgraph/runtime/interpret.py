@@ -130,14 +130,12 @@ LANE_MS_PER_UNIT = 0.8
 # loads the tape's interpreter at its first compiled batch too, the first time in a process
 # (its module's ~90 cache=True functions and its machine code: weibull@148, ~30 ms at load ~4).
 FIRST_TAPE_LOAD_MS = 30.0
-# Ops whose NumPy form runs Python per element (np.vectorize: erf, erfc, cbrt, the special
-# functions) or NumPy's select (where and the comparisons: np.where, ~4 adds an element)
-# take the op table's `np_ns` per point, not ~INTERP_BATCH_NS_PER_OP * `cost`:
-# `python_element_ns` adds the difference to a row's and a batch's loss. FIT: option_portfolio
-# (its erf, 8 at every size: ~75 ns a point against the 20 its cost said, 12 ms a 20,000-point
-# batch of option_portfolio@6 weighed as 3) is the one family with such an op; the other ops'
-# np_ns are their own NumPy forms timed on their domains (ir/ops.py); no VALIDATE family has
-# one.
+# Ops that NumPy runs far slower than an ordinary op (np.vectorize's Python per element: erf,
+# erfc, the special functions; several whole-array steps: cbrt, xlogy; NumPy's select: where and
+# the comparisons; its float64 sin and cos; np.power of a non-integer exponent) take the op
+# table's `np_ns` per point, not INTERP_BATCH_NS_PER_OP: `python_element_ns` adds the
+# difference to a row's and a batch's loss. Their np_ns are their NumPy forms timed on their
+# domains, or in interpreted first batches (ir/ops.py).
 
 _compiled_in_process = [False]
 # One lock for every switch (a switch imports a module and compiles: rare, and never nested
@@ -188,8 +186,8 @@ def batch_loss_ns(ops: int, rows: int, python_ns: float = 0.0) -> float:
 
 
 def python_element_ns(census: dict[tuple[str, int, int | None], int]) -> float:
-    """Per point, what a program's (`Program.census`) ops whose NumPy form runs Python per
-    element take beyond an ordinary op (the op table's `np_ns`)."""
+    """Per point, what a program's (`Program.census`) ops that NumPy runs slowly (the op
+    table's `np_ns`) take beyond an ordinary op."""
     total = 0.0
     for (op, _, power), count in census.items():
         spec = OPS.get(op)
