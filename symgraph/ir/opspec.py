@@ -44,9 +44,9 @@ class OpSpec:
     cost: int = 1  # in multiplications: how a program's size is weighed (schedule.Program.cost)
     # ns per element of the `np` form where it is well above an ordinary NumPy op's
     # (runtime.interpret's INTERP_BATCH_NS_PER_OP): one that runs Python per element
-    # (np.vectorize, 3-10,000x), NumPy's select (np.where, ~6x an add), NumPy's float64
-    # sin and cos; runtime.interpret weighs it. None: 0 for a ufunc, PYTHON_ELEMENT_NS for an
-    # np.vectorize.
+    # (np.vectorize, 3-10,000x), several whole-array steps (cbrt, xlogy), NumPy's select
+    # (np.where, ~6x an add), NumPy's float64 sin and cos, np.power of a non-integer exponent;
+    # runtime.interpret weighs it. None: 0 for a ufunc, PYTHON_ELEMENT_NS for an np.vectorize.
     np_ns: float | None = None
     lanes: Any = None  # lane kernels' template (vecmath calls); None: the `nb` one
     # -- traits: what the stages ask about an op ----------------------------------------------

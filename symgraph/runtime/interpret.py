@@ -49,18 +49,18 @@ INTERP_ROW_CALL_NS, INTERP_ROW_NS_PER_OP = 300.0, 20.0
 # load ~5): the real loss per call was 0.87-27.5 us, ~(700 - 300) + 200 per input + 25 per
 # operation ns (the model above alone said 0.2-19 us: a switch 3-5x too late for small ones).
 INTERP_ROW_API_NS, INTERP_ROW_NS_PER_INPUT, INTERP_ROW_API_NS_PER_OP = 400.0, 200.0, 5.0
-# Batches refitted once their blocks stopped faulting in fresh pages (runtime.blocks; FIT
-# families at ~10, ~100, ~1,000 and ~3,000 operations, one core, Zen 4, load ~1, 2026-12-07):
-# interpreted 0.6-1.4 ns per operation and point at <= 1,000 operations (was 2.2-13.5),
-# compiled 0.03-0.43 (median ~0.2). NumPy's call is ~500 ns, and beyond it ordinary ops take
-# ~0.6 ns an element (an add 0.2, exp 0.8), counted per operation, not by `cost` (a fit by
-# cost gave a negative weight); ops far slower in NumPy carry their own `np_ns`. Longer
-# programs lose more per operation than that (cache misses across their temporaries:
-# 1.5-5x at 2,000-9,400 operations), hence BIG_PROGRAM_OPS's power law. Measured loss over
-# the model's: FIT 0.58-1.89 (median 1.04) at <= 1,000 operations, 0.48-1.73 (0.91) beyond;
-# VALIDATE 0.32-2.29 (0.98; nbody@6 the worst) and 0.35-1.55 (0.82), leaving out the 10
-# workloads of lgamma/digamma, whose np.vectorize `np_ns` (Zen 3's) is 4-5x this machine's
-# (0.20-0.24: they switch at their first batch either way).
+# Batches refitted once their blocks stopped faulting in fresh pages (runtime.blocks; FIT families
+# at ~10, ~100 and ~1,000 operations, value+gradient programs of 12-9,439, one core, Zen 4, load
+# ~1, 2026-12-07): interpreted 0.6-1.6 ns per operation and point at <= 1,000 operations (3.7 with
+# sin/cos or erf; was 2.2-13.5), compiled 0.03-0.43 (median ~0.2). NumPy's call is ~500 ns, and
+# beyond it ordinary ops take ~0.6 ns an element (an add 0.2, exp 0.8), counted per operation, not
+# by `cost` (a fit by cost gave a negative weight); ops far slower in NumPy carry their own
+# `np_ns`. Longer programs lose more per operation than that (cache misses across their
+# temporaries: 1.5-5x at 2,000-9,400 operations), hence BIG_PROGRAM_OPS's power law. Measured loss
+# over the model's: FIT 0.58-1.89 (median 1.03) at <= 1,000 operations, 0.48-1.73 (0.91) beyond;
+# VALIDATE 0.32-2.29 (0.93; nbody@6 the worst) and 0.35-1.52 (0.82), leaving out the 10 workloads
+# of lgamma/digamma, whose np.vectorize `np_ns` (Zen 3's) is 4-5x this machine's (0.20-0.24: they
+# switch at their first batch either way).
 INTERP_BATCH_CALL_NS_PER_OP, INTERP_BATCH_NS_PER_OP = 500.0, 0.6
 BIG_PROGRAM_OPS, BIG_PROGRAM_POWER = 1000, 0.75
 COMPILED_ROW_CALL_NS, COMPILED_ROW_NS_PER_OP, COMPILED_NS_PER_OP = 300.0, 0.5, 0.2
