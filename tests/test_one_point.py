@@ -77,6 +77,39 @@ def test_out_gives_the_plain_calls_numbers_for_names_arrays_and_batches(fn):
     assert fn.grad(X[:, 0], X[:, 1], out=G2) is G2 and G2.tolist() == grads.tolist()
 
 
+@pytest.mark.parametrize("k", [1, 2, 3, 5])
+def test_out_batches_of_every_layout_get_the_plain_batchs_bits(backend, k):
+    # A batch's gradient (the kernel's OUT[:, 1:]) goes into out row by row as k-float items
+    # when out is C-contiguous (runtime.checked.copy_rows), as NumPy copies it otherwise.
+    xs = sg.symbols(" ".join(f"x{i}" for i in range(k)))
+    xs = list(xs) if k > 1 else [xs]
+    fn = sg.compile(sum(sg.exp(x) * (i + 1) for i, x in enumerate(xs)) * xs[0], xs,
+                    backend=backend, strategy="straight")
+    X = np.random.default_rng(k).normal(size=(37, k))
+    values, grads = fn.value_and_grad(X)
+    for out in (np.full((37, k), 7.0), np.full((37, k), 7.0, order="F"),
+                np.full((37, 2 * k), 7.0)[:, ::2], np.full((74, k), 7.0)[::2]):
+        assert fn.value_and_grad(X, out=out).tobytes() == values.tobytes()
+        assert out.tobytes() == np.ascontiguousarray(grads).tobytes()
+        out[...] = 7.0
+        assert fn.grad(X, out=out) is out and out.tobytes() == np.ascontiguousarray(grads).tobytes()
+
+
+def test_copy_rows_copies_short_rows_as_items_and_anything_else_as_numpy_does():
+    from symgraph.runtime.checked import copy_rows
+
+    OUT = np.arange(4 * 21.0).reshape(21, 4)
+    for out, rows in ((np.empty((21, 3)), OUT[:, 1:]), (np.empty((21, 1)), OUT[:, 1:2]),
+                      (np.empty(3), OUT[5, 1:]), (np.empty((21, 2)), OUT[:, ::2]),
+                      (np.empty((3, 21)).T, OUT[:, 1:])):
+        copy_rows(out, rows)
+        assert out.tolist() == rows.tolist()
+    memory = np.arange(100.0)  # out overlapping its rows: left to NumPy, which copies first
+    want = memory[1:81].reshape(20, 4)[:, :3].copy()
+    copy_rows(memory[:60].reshape(20, 3), memory[1:81].reshape(20, 4)[:, :3])
+    assert memory[:60].reshape(20, 3).tolist() == want.tolist()
+
+
 @pytest.mark.parametrize("out", [np.empty(3), np.empty(2, np.float32), np.empty((1, 2)),
                                  [0.0, 0.0], 1.0, np.empty(2, np.int64)],
                          ids=["short", "float32", "2-D", "list", "float", "int64"])

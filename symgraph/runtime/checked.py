@@ -78,4 +78,19 @@ def fill_gradient(out: Any, gradient: np.ndarray, method: str, names: list[str])
                 if "out" in names and not isinstance(out, np.ndarray) else "")
         _refuse(method, "out", out,
                 f"a writeable float64 array of shape {gradient.shape}, the gradient's{hint}")
-    out[...] = gradient
+    copy_rows(out, gradient)
+
+
+def copy_rows(out: np.ndarray, rows: np.ndarray) -> None:
+    """``out[...] = rows`` for arrays of one shape, a batch's gradient (``OUT[:, 1:]``, each
+    row a contiguous run of k floats) into a C-contiguous `out` as k-float items: NumPy's
+    2-D copy steps through every short row (~5 ns a row, for k of 2 to 16: 92 us at 20,000
+    points of 4 derivatives, more than fpu_chain@1's kernel); a copy of 20,000 items of
+    32 bytes takes 49. Anything else is copied as NumPy copies it."""
+    k = rows.shape[-1] if rows.ndim == 2 else 0
+    if (k > 1 and rows.strides[1] == 8 and out.flags.c_contiguous and rows.dtype == out.dtype
+            and not np.may_share_memory(out, rows)):
+        item = np.dtype((np.void, 8 * k))
+        out.view(item)[...] = rows.view(item)  # (shape (N, 1) each: a row an item)
+    else:
+        out[...] = rows

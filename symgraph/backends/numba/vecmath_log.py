@@ -69,6 +69,8 @@ def _log_m_dd(f):
     d = 2.0 + f
     d_lo = (2.0 - d) + f  # exact: 2 + f = d + d_lo
     s = f / d
+    # (f - p) - p_err rounds f - s d once, as _fma(-s, d, f) would, to the same bits; yet
+    # beta_binomial@21's lane kernel took 300 ns a point with the fused one, 260 with this
     p = s * d
     p_err = _mul_error(s, d, p)  # s d = p + p_err exactly
     s_lo = (((f - p) - p_err) - s * d_lo) / d  # f / (d + d_lo) = s + s_lo
@@ -143,8 +145,7 @@ def vatanh(x: float) -> float:
     d = 1.0 - a
     d_lo = (1.0 - d) - a
     q = n / d
-    p = q * d
-    q_lo = ((((n - p) - _mul_error(q, d, p)) + n_lo) - q * d_lo) / d
+    q_lo = ((_fma(-q, d, n) + n_lo) - q * d_lo) / d  # (the rounding of n - q d)
     y = 0.5 * _log_kernel(q, q_lo / q)
     z = a * a  # below 2**-10: a + a^3/3 + a^5/5 + a^7/7 (the next term is below 2**-80 a)
     y = _where(a < 0.0009765625, a + a * (z * _fma(_fma(z, 0.14285714285714285, 0.2), z,

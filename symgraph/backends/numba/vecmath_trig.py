@@ -14,37 +14,33 @@ from .vecmath_log import _ROUNDER
 
 SIN_COS_LIMIT = 5.0e7  # vsin/vcos are exact-reduced (<= 1 ulp) for |x| <= this; callers fix up
 _2_OVER_PI = 0.6366197723675814
-_PIO2_1 = 1.570796325802803  # pi/2 as four 28-bit parts (n * part exact for |n| < 2**25)
-_PIO2_2 = 9.920935808982456e-10
-_PIO2_3 = -1.2177051748566079e-18
-_PIO2_4 = -2.9407886655981304e-27
-_PIO2_5 = -4.7891979590619914e-36  # and the rest: pi/2 to 170 bits
+_PIO2_HI = 1.5707963267948966  # pi/2 as three doubles (and 5.6e-50 left)
+_PIO2_MID = 6.123233995736766e-17
+_PIO2_LO = -1.4973849048591698e-33
 
 
 @_jit(error_model="numpy", forceinline=True)
 def _sin_cos_parts(x):
     """(k, r, sin_tail, w, cos_tail) for |x| <= SIN_COS_LIMIT: x = n pi/2 + r with r as a
-    double-double exact to ~2**-120 (enough for the closest doubles to multiples of pi/2,
-    |r| > 2**-61), n in the low bits of k; sin r = r + sin_tail and cos r = w + cos_tail, each
+    double-double r + r_lo (within ~2**-72 |r|, also at the closest doubles to multiples of
+    pi/2), n in the low bits of k; sin r = r + sin_tail and cos r = w + cos_tail, each
     pair before its last rounding (`vtan` divides them as double-doubles)."""
     k = x * _2_OVER_PI + _ROUNDER
     n = k - _ROUNDER
-    a = x - n * _PIO2_1  # exact
-    t = n * _PIO2_2  # each subtraction below is a TwoSum: b + e1 = a - t exactly
-    b = a - t
+    # x - n pi/2 in three steps of fused multiply-adds: x - n PIO2_HI is exact (a multiple of
+    # ulp(PIO2_HI) = 2**-52 below 1 in magnitude, for |x| >= 1; n is 0 or +-1 below), n PIO2_MID
+    # is p + p_err exactly, and the difference a - p is b + e exactly (TwoSum), so r + r_lo is
+    # within ~2**-72 |r| of x - n pi/2 even at the doubles closest to multiples of pi/2 (|r| >
+    # 2**-61 up to the limit; |n| < 2**25). 16 operations where four 28-bit parts took 28.
+    a = _fma(-n, _PIO2_HI, x)
+    m = n * _PIO2_MID
+    m_err = _mul_error(n, _PIO2_MID, m)
+    b = a - m
     v = b - a
-    e1 = (a - (b - v)) - (t + v)
-    t = n * _PIO2_3
-    c = b - t
-    v = c - b
-    e2 = (b - (c - v)) - (t + v)
-    t = n * _PIO2_4
-    d = c - t
-    v = d - c
-    e3 = (c - (d - v)) - (t + v)
-    lo = ((e1 + e2) + e3) - n * _PIO2_5
-    r = d + lo
-    r_lo = (d - r) + lo
+    e = (a - (b - v)) - (m + v)
+    lo = _fma(-n, _PIO2_LO, e - m_err)
+    r = b + lo
+    r_lo = (b - r) + lo
     z = r * r
     # sin r = r + r^3 S(r^2), S of degree 6 (fit error 2**-66)
     p = -7.586696964319367e-13
@@ -153,7 +149,6 @@ def vtan(x: float) -> float:
     d_hi = _where(odd, s, c)
     d_lo = _where(odd, s_lo, c_lo)
     inv = 1.0 / d_hi  # one division: q = n_hi inv is within ~1 ulp, and the correction
-    q = n_hi * inv  # below, (n - q d) / d by the exact residual times inv, makes up for it
-    p = q * d_hi
-    t = q + ((((n_hi - p) - _mul_error(q, d_hi, p)) + n_lo) - q * d_lo) * inv
+    q = n_hi * inv  # below, (n - q d) / d by the residual (one fused multiply-add, the
+    t = q + ((_fma(-q, d_hi, n_hi) + n_lo) - q * d_lo) * inv  # rounding of n_hi - q d_hi)
     return _where(x == 0.0, x, _where(odd, -t, t))  # keeps -0.0
