@@ -36,6 +36,8 @@ from .frontends.traced import compile_function
 from .frontends.values import real_array
 from .ir.node import Node
 from .ir.printer import to_latex, to_text
+from .ir.regroup import join_sums
+from .ir.rules import FLATTEN_LIMIT
 from .lower.products import VALUE, VALUE_GRAD, VALUE_GRAD_HESS, VALUE_JAC, Product, products_for
 from .runtime import outputs
 from .runtime.build import build
@@ -162,9 +164,11 @@ class CompiledFunction:
         if (strategy != "auto" or not self.scalar or self.outputs[0].op != "add"
                 or not fused_products(self.products)):
             return None
-        found = separable_sum(self.outputs[0], self.args, self.wrt, backend=record,
-                              cache_dir=self.cache_dir,
-                              min_terms=fused_min_terms(self.outputs[0]))
+        head = self.outputs[0]
+        if any(a.op == "add" and len(a.args) > FLATTEN_LIMIT for a in head.args):
+            [head] = join_sums([head])  # (per-observation sums: their like terms collected)
+        found = separable_sum(head, self.args, self.wrt, backend=record,
+                              cache_dir=self.cache_dir, min_terms=fused_min_terms(head))
         if found is None:
             return None
         return SeparableBuild(found, self.products, strategy, lambda: build(

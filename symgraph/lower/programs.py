@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from ..frontends.userfunctions import require_numerics
 from ..ir.node import Node
 from ..ir.printer import to_text
+from ..ir.regroup import join_sums
 from ..ir.traversal import capped_tree_sizes, topological_order
 from .products import Derivatives, Product, products_for
 from .schedule import Program, schedule_all
@@ -42,6 +43,7 @@ def build_programs(outputs: Sequence[Node], inputs: Sequence[Node], wrt: Sequenc
     display text (printing it is most of the work for an interpreted first call)."""
     if products is None:
         products = products_for(scalar, with_hessian, with_derivatives)
+    outputs = join_sums(outputs)  # (sums of wide sums: like terms collect across them)
     derivatives = Derivatives(outputs, inputs, wrt)
     if len(outputs) != 1 and any(p.scalar_only for p in products):
         raise ValueError(f"{[p.name for p in products if p.scalar_only]} need a scalar "
