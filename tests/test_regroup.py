@@ -52,7 +52,7 @@ def test_sums_used_twice_or_by_other_ops_and_narrow_sums_stay_the_same_nodes():
 def test_a_chain_of_ten_thousand_nested_sums_joins_without_recursion():
     x = sg.symbols("x")
     s = x
-    for k in range(10_000):
+    for _ in range(10_000):
         s = apply("add", s, *[sg.sin(x + j) for j in range(FLATTEN_LIMIT)])
     [joined] = join_sums([s])
     assert joined.op == "add" and len(joined.args) == FLATTEN_LIMIT + 1  # 10,000 sin each
