@@ -62,6 +62,13 @@ INTERP_ROW_API_NS, INTERP_ROW_NS_PER_INPUT, INTERP_ROW_API_NS_PER_OP = 400.0, 20
 # of lgamma/digamma, whose np.vectorize `np_ns` (Zen 3's) is 4-5x this machine's (0.20-0.24: they
 # switch at their first batch either way).
 INTERP_BATCH_CALL_NS_PER_OP, INTERP_BATCH_NS_PER_OP = 500.0, 0.6
+# ... and a function's first interpreted batch pays more, per operation: its NumPy module's
+# import and the first touch of its blocks' temporaries. Held out (the suite at ~300 value
+# operations, value+gradient programs of 479-894, Zen 4, 2026-12-07 19:22, each first batch
+# forced both ways in three warm processes): interpreting cost 5.0-16.0 ms more than loading
+# (median 11.7) where the model above said 1-4 ms less, so all 13 interpreted and took 21-44
+# ms against loads of 14-29; 0.015 ms an operation makes up the median.
+FIRST_INTERP_MS_PER_OP = 0.015
 BIG_PROGRAM_OPS, BIG_PROGRAM_POWER = 1000, 0.75
 COMPILED_ROW_CALL_NS, COMPILED_ROW_NS_PER_OP, COMPILED_NS_PER_OP = 300.0, 0.5, 0.2
 # What switching costs: Numba's compile of a kernel (FIT: rows 40-1,150 ms at load ~4 and
@@ -212,6 +219,7 @@ class Pending:
         self._interpreter = interpreter  # the Python module, imported on the first use
         self._compiled, self._cached = compiled, cached
         self.lost_ns = 0.0  # interpreted work so far, as time lost against compiled kernels
+        self.batched = False  # whether a batch ran interpreted (FIRST_INTERP_MS_PER_OP paid)
         self.built: Any = None  # the straight-line Build, once switched
 
     @property
@@ -290,12 +298,15 @@ class Pending:
         if self.built is not None:
             return False
         loss = batch_loss_ns(self.ops, X.shape[0], self.python_ns)
+        if not self.batched:
+            loss += FIRST_INTERP_MS_PER_OP * self.ops * 1e6
         budget = self._budget_ns()
         if self.on_tape and "symgraph.backends.tape.standard" not in sys.modules:
             budget += FIRST_TAPE_LOAD_MS * 1e6  # (its batches need the tape's interpreter)
         if self.lost_ns + loss >= budget:
             return False  # (a batch that alone would lose the switch's cost switches at once)
         self.lost_ns += loss
+        self.batched = True
         return True
 
     def _interpret(self, X: np.ndarray, OUT: np.ndarray) -> bool:
