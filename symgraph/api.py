@@ -36,8 +36,7 @@ from .frontends.traced import compile_function
 from .frontends.values import real_array
 from .ir.node import Node
 from .ir.printer import to_latex, to_text
-from .ir.regroup import join_sums
-from .ir.rules import FLATTEN_LIMIT
+from .ir.regroup import has_wide_terms, join_sums
 from .lower.products import VALUE, VALUE_GRAD, VALUE_GRAD_HESS, VALUE_JAC, Product, products_for
 from .runtime import outputs
 from .runtime.build import build
@@ -165,7 +164,7 @@ class CompiledFunction:
                 or not fused_products(self.products)):
             return None
         head = self.outputs[0]
-        if any(a.op == "add" and len(a.args) > FLATTEN_LIMIT for a in head.args):
+        if has_wide_terms(head):  # (only then the walk: a fused sum may have 10^5 terms)
             [head] = join_sums([head])  # (per-observation sums: their like terms collected)
         found = separable_sum(head, self.args, self.wrt, backend=record,
                               cache_dir=self.cache_dir, min_terms=fused_min_terms(head))
@@ -338,14 +337,18 @@ class CompiledFunction:
             out = run(kernel, size, values, named)
             return _finish_batch(out, kind) if out.ndim == 2 else _finish(out, kind)
 
-        def into(values: tuple, named: dict, out: Any) -> Any:  # the gradient into `out`
-            x = values[0] if len(values) == 1 and not named else None
+        def batched(x: Any) -> Any:
+            """The results of a batch the kernel takes as it is, else None."""
             if (type(x) is ndarray and x.ndim == 2 and x.shape[1] == n and x.dtype is f64
-                    and x.flags.carray):  # a batch the kernel takes as it is (as `call`)
-                result = batch_empty((x.shape[0], size))
-                batch(x, result)
-                result = _finish_batch(result, kind)
-            else:
+                    and x.flags.carray):
+                out = batch_empty((x.shape[0], size))  # a batch, as _run does it
+                batch(x, out)
+                return _finish_batch(out, kind)
+            return None
+
+        def into(values: tuple, named: dict, out: Any) -> Any:  # the gradient into `out`
+            result = batched(values[0]) if len(values) == 1 and not named else None
+            if result is None:
                 result = slow(values, named)
             gradient = result if grads else result[1]
             fill_gradient(out, gradient, name, [s.value for s in self.args])
@@ -379,12 +382,8 @@ class CompiledFunction:
                 x = values[0]
                 if not (type(x) is ndarray and x.shape == shape and x.dtype is f64
                         and x.flags.carray and len(values) == 1):
-                    if (type(x) is ndarray and x.ndim == 2 and x.shape[1] == n
-                            and x.dtype is f64 and x.flags.carray and len(values) == 1):
-                        out = batch_empty((x.shape[0], size))  # a batch, as _run does it
-                        batch(x, out)
-                        return _finish_batch(out, kind)
-                    return slow(values, named)
+                    result = batched(x) if len(values) == 1 else None
+                    return slow(values, named) if result is None else result
                 out = empty(size)
                 row.call(x, out)
             if values_grads:

@@ -324,10 +324,10 @@ def test_the_interpret_first_rule_weighs_ops_numpy_runs_in_python_by_their_np_ns
     # ... but one gamma (~28 us a point in Python) makes the batch switch at once
 
 
-def test_a_first_interpreted_batch_counts_its_module_import_so_hundreds_of_ops_load():
+def test_a_first_interpreted_batch_weighs_its_first_touched_blocks_so_hundreds_of_ops_load():
     # Held out at ~300 value operations (value+gradient programs of 479-894), interpreting a
-    # function's first batch cost 5-16 ms more than loading its kernels: the NumPy module's
-    # import and first-touched temporaries, weighed per operation on the first batch only.
+    # function's first batch cost 5-16 ms more than loading its kernels: its first blocks'
+    # temporaries touched for the first time, weighed per operation on the first batch only.
     from symgraph.runtime import interpret
 
     def pending(ops: int) -> interpret.Pending:

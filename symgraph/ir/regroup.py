@@ -24,11 +24,17 @@ from .rules import FLATTEN_LIMIT, apply
 from .traversal import topological_order
 
 
+def has_wide_terms(node: Node) -> bool:
+    """Whether `node` is a sum with a sum of more than FLATTEN_LIMIT operands among its terms
+    (what `join_sums` may join; a look at one node's operands)."""
+    return node.op == "add" and any(a.op == "add" and len(a.args) > FLATTEN_LIMIT
+                                    for a in node.args)
+
+
 def join_sums(outputs: Sequence[Node]) -> list[Node]:
     """`outputs` with every wide sum used only as a term of one other sum joined into it."""
     order = topological_order(outputs)
-    if not any(node.op == "add" and any(a.op == "add" and len(a.args) > FLATTEN_LIMIT
-                                        for a in node.args) for node in order):
+    if not any(has_wide_terms(node) for node in order):
         return list(outputs)  # (the common case: one pass over the ops)
     uses: dict[Node, int] = dict.fromkeys(outputs, 1)  # an output is used by the caller
     for node in order:

@@ -62,8 +62,10 @@ INTERP_ROW_API_NS, INTERP_ROW_NS_PER_INPUT, INTERP_ROW_API_NS_PER_OP = 400.0, 20
 # of lgamma/digamma, whose np.vectorize `np_ns` (Zen 3's) is 4-5x this machine's (0.20-0.24: they
 # switch at their first batch either way).
 INTERP_BATCH_CALL_NS_PER_OP, INTERP_BATCH_NS_PER_OP = 500.0, 0.6
-# ... and a function's first interpreted batch pays more, per operation: its NumPy module's
-# import and the first touch of its blocks' temporaries. Held out (the suite at ~300 value
+# ... and a function's first interpreted batch pays more, per operation: its first blocks
+# touch their temporaries for the first time (page faults, cold caches: fisher_z@75's first
+# block 11.7 ms, the third 5.2, later ones ~3.4; the module itself is imported by the first
+# point, interpreted before it in both ways measured here). Held out (the suite at ~300 value
 # operations, value+gradient programs of 479-894, Zen 4, 2026-12-07 19:22, each first batch
 # forced both ways in three warm processes): interpreting cost 5.0-16.0 ms more than loading
 # (median 11.7) where the model above said 1-4 ms less, so all 13 interpreted and took 21-44
