@@ -80,6 +80,7 @@ CASES = {
     "linear_mse": lambda: corpus.linear_mse(6),
     "rosenbrock": lambda: corpus.rosenbrock(6),
     "rosenbrock9": lambda: corpus.rosenbrock(9),  # rows of 9 and 10: transposed copies
+    "rosenbrock40": lambda: corpus.rosenbrock(40),  # and each next block's rows prefetched
     "mlp": lambda: corpus.mlp(2, 3, 3),
     "black_scholes": corpus.black_scholes,
     "nested": lambda: corpus.nested(12),
@@ -500,6 +501,20 @@ def test_lane_loops_copy_rows_without_gathers_or_scatters(built, use_kernel):
     module.value_grad_batch(X, np.empty((100, len(programs[1].outputs))))
     asm = "\n".join(module.value_grad_chunks.inspect_asm().values())
     assert "gather" not in asm and "scatter" not in asm
+
+
+@pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="x86 instructions")
+def test_rows_of_many_inputs_prefetch_the_next_block_and_narrower_rows_do_not(use_kernel):
+    # A hint a cache line of the next block's inputs (runtime.lanes.PREFETCH_COLUMNS), read
+    # only: the results are the row kernel's (test_lane_batch_equals_row_kernel, rosenbrock40).
+    use_kernel(lane_kernel_lines)
+    for n, wanted in ((40, True), (10, False)):
+        expr, args = corpus.rosenbrock(n)
+        module, programs = lane_module((expr, args), hessian=False)
+        X = points(len(args), 100, seed=4)
+        module.value_grad_batch(X, np.empty((100, len(programs[1].outputs))))
+        asm = "\n".join(module.value_grad_chunks.inspect_asm().values())
+        assert ("prefetcht1" in asm) is wanted and "prefetchw" not in asm
 
 
 # -- vecmath in lane kernels ---------------------------------------------------------------------

@@ -140,11 +140,16 @@ def emit_copy_in(context, builder, xty, xs, scratch, s, groups, columns, v) -> N
 
 def emit_copy_out(context, builder, oty, outs, scratch, s, groups, columns, v) -> None:
     """Columns {k: slot offset or constant} into rows s .. s + groups*v - 1 of OUT (array
-    `outs` of type `oty`), `groups` groups of `v` points."""
+    `outs` of type `oty`), `groups` groups of `v` points. A group's rows are stored one after
+    the other, each from its first column to its last: one ascending stretch of memory, which
+    the store queue drains line by line where a run's v stores to v rows kept v lines waiting
+    for ownership (FIT, 20,000 points out of cache: morse_chain@38 146 -> 113 ns a point,
+    gibbs_mixing@75 279 -> 263, fpu_chain@38 132 -> 120; no change in cache)."""
     intp = types.intp
     width = len(columns)
     with cgutils.for_range(builder, groups) as g:
         j0 = builder.mul(g.index, context.get_constant(intp, v))
+        transposed = []
         for k0 in runs(width, v):
             cols = []
             for c in range(v):
@@ -154,9 +159,33 @@ def emit_copy_out(context, builder, oty, outs, scratch, s, groups, columns, v) -
                 else:
                     ptr = scratch.at(builder, source, j0)
                     cols.append(builder.load(_vector_pointer(builder, ptr, v), align=8 * v))
-            rows = transpose(builder, cols)
-            for r in range(v):
-                row = builder.add(s, builder.add(j0, context.get_constant(intp, r)))
+            transposed.append((k0, transpose(builder, cols)))
+        for r in range(v):
+            row = builder.add(s, builder.add(j0, context.get_constant(intp, r)))
+            for k0, rows in transposed:
                 ptr = cgutils.get_item_pointer(context, builder, oty, outs,
                                                [row, context.get_constant(intp, k0)])
                 builder.store(rows[r], _vector_pointer(builder, ptr, v), align=8)
+
+
+def emit_prefetch(context, builder, ty, array, first, rows) -> None:
+    """Hints that bring `rows` C-contiguous rows of `array` (of type `ty`) from row `first` on
+    (clamped to the array) into L2, one a cache line: a lane kernel asks for its next block's
+    inputs while it computes this one, where the hardware's prefetcher, which follows demand
+    loads, stops at the first loop that has none."""
+    intp = types.intp
+    n, width = cgutils.unpack_tuple(builder, array.shape)[:2]
+    zero = context.get_constant(intp, 0)
+    start = builder.select(builder.icmp_signed("<", first, n), first, n)
+    left = builder.sub(n, start)
+    count = builder.select(builder.icmp_signed("<", left, rows), left, rows)
+    base = builder.bitcast(builder.gep(array.data, [builder.mul(start, width)]),
+                           ir.IntType(8).as_pointer())
+    size = builder.mul(builder.mul(count, width), context.get_constant(intp, 8))
+    i32 = ir.IntType(32)
+    hint = cgutils.get_or_insert_function(builder.module, ir.FunctionType(
+        ir.VoidType(), [ir.IntType(8).as_pointer(), i32, i32, i32]), "llvm.prefetch.p0i8")
+    with cgutils.for_range_slice(builder, zero, size, context.get_constant(intp, 64)) as (
+            offset, _):  # (read, locality 2: L2, data)
+        builder.call(hint, [builder.gep(base, [offset]), ir.Constant(i32, 0),
+                            ir.Constant(i32, 2), ir.Constant(i32, 1)])
