@@ -471,6 +471,26 @@ def test_a_long_serial_chain_runs_interleaved_halves_and_a_wide_sum_of_its_cost_
         assert ("interleave=(" in "\n".join(lane_kernel_lines(program))) == halves, width
 
 
+def test_a_serial_chain_with_many_slots_keeps_bigger_blocks_for_its_interleaved_halves(
+        monkeypatch):
+    # A chain of 80 nested tanh steps keeps ~100 values for its gradient: past SLOT_BYTES at
+    # 64 points a block, within SERIAL_SLOT_BYTES, so its halves stay 4 AVX-512 vectors.
+    x, y = sg.symbols("x y")
+    u = x
+    for k in range(80):
+        u = y * sg.tanh(u) + x * (0.5 + 0.01 * k)
+    program = build_programs([u], [x, y], [x, y], True, False)[1]
+
+    def block() -> int:
+        source = "\n".join(lane_kernel_lines(program))
+        assert "interleave=(" in source
+        return int(re.search(r"block=(\d+)", source).group(1))
+
+    assert block() == 64
+    monkeypatch.setattr(batch_module, "SERIAL_SLOT_BYTES", batch_module.SLOT_BYTES)
+    assert block() == 32  # as every other kernel of its slots
+
+
 def explicit_fmas(p) -> int:
     """`_mul_error` and `_fma` calls the lane code of `p` makes through the vecmath functions
     it inlines (every call counted: each is inlined)."""

@@ -120,6 +120,10 @@ VECMATH_WEIGHT = 20
 # 59 ns a point with blocks of 16, fpu_chain@75 836 -> 157 (the per-point loop: 61 and 161).
 SLOT_BYTES = 32 * 1024
 MIN_BLOCK = 16
+# A kernel with a loop run as two interleaved halves (`latency_bound`) may use this many:
+# a half of 8 points is one AVX-512 vector, so a block of 16 left the core two serial chains
+# (VALIDATE composition@79, 141 slots: blocks of 32, 297 -> 191 ns a point).
+SERIAL_SLOT_BYTES = 64 * 1024
 # Every PART_STEPS lines of a lane kernel's loops are a function of their own (runtime.lanes'
 # `parts`), which LLVM optimises and allocates registers for apart; long vector segments are
 # cut into loops first (backends.numba.order). FIT, weibull@148 (2,333 steps, one core, CPU
@@ -324,7 +328,9 @@ def lane_kernel_lines(p: Program) -> list[str]:
     slot = _slots(p, runs, direct_in, direct_out)
     count = max(slot.values(), default=0) + 1
     block = BLOCK
-    while block > MIN_BLOCK and count * block * 8 > SLOT_BYTES:
+    most = SERIAL_SLOT_BYTES if any(not call and latency_bound(p, run)
+                                    for run, call in pieces) else SLOT_BYTES
+    while block > MIN_BLOCK and count * block * 8 > most:
         block //= 2
     column = {name: k for k, name in enumerate(p.inputs)} if direct_in else {}
     stored: set[str] = set()  # outputs a segment stores itself
