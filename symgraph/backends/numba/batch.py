@@ -121,8 +121,14 @@ VECMATH_WEIGHT = 20
 SLOT_BYTES = 32 * 1024
 MIN_BLOCK = 16
 # A kernel with a loop run as two interleaved halves (`latency_bound`) may use this many:
-# a half of 8 points is one AVX-512 vector, so a block of 16 left the core two serial chains
-# (VALIDATE composition@79, 141 slots: blocks of 32, 297 -> 191 ns a point).
+# a half of 8 points is one AVX-512 vector, so a block of 16 left the core two serial chains.
+# Found in the profile of VALIDATE composition@79 (141 slots: blocks of 32, 291 -> 191 ns a
+# point), so that family no longer holds this rule out; the value checked on every FIT and
+# VALIDATE workload at ~100 and ~300 operations it changes (in one process, calls alternated,
+# 2,048 points): FIT arrhenius@31 71 -> 68, decibel_fit@50 119 -> 124; VALIDATE nbody@11
+# 152 -> 146, tiered_cost@33 210 -> 199, cbrt_density@60 220 -> 207, einstein_solid@37
+# 157 -> 160. Blocks of at least 32 whatever their bytes lost on FIT arrhenius@93 (271 slots,
+# 69 KB: 232 -> 243); 128 KB for every kernel lost on FIT kl_divergence@37 (345 -> 420).
 SERIAL_SLOT_BYTES = 64 * 1024
 # Every PART_STEPS lines of a lane kernel's loops are a function of their own (runtime.lanes'
 # `parts`), which LLVM optimises and allocates registers for apart; long vector segments are
