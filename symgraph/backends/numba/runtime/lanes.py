@@ -59,8 +59,9 @@ def lower_lanes(loops, steps, slots, block, chunk, widths, interleave, context, 
     stop = builder.select(builder.icmp_signed("<", n, end), n, end)
     cuts = {k for k in parts if 0 < k < len(fors)}
     copied = transpose.copy_in_columns(fors[0]) if fors else None
-    prefetched = (xty.layout == "C" and copied is not None
-                  and max(k for k, _ in copied) + 1 >= PREFETCH_COLUMNS)
+    prefetched = (context.make_array(xty)(context, builder, x) if xty.layout == "C"
+                  and copied is not None and max(k for k, _ in copied) + 1 >= PREFETCH_COLUMNS
+                  else None)
     groups: list[tuple[bool, list]] = []  # (in a function of its own, its loops)
     for number, loop in numbered:
         compiled = _calls_compiled(loop, steps)
@@ -81,10 +82,9 @@ def lower_lanes(loops, steps, slots, block, chunk, widths, interleave, context, 
         left = builder.sub(n, s)
         m = builder.select(builder.icmp_signed("<", left, context.get_constant(intp, block)),
                            left, context.get_constant(intp, block))
-        if prefetched:
-            transpose.emit_prefetch(context, builder, xty, context.make_array(xty)(
-                context, builder, x), builder.add(s, context.get_constant(intp, block)),
-                context.get_constant(intp, block))
+        if prefetched is not None:
+            transpose.emit_prefetch(context, builder, prefetched, builder.add(
+                s, context.get_constant(intp, block)), context.get_constant(intp, block))
         for call, (_, group) in zip(called, groups):
             if call is None:
                 emit(builder, x, out, scratch, flags, s, m, group)

@@ -168,11 +168,11 @@ def emit_copy_out(context, builder, oty, outs, scratch, s, groups, columns, v) -
                 builder.store(rows[r], _vector_pointer(builder, ptr, v), align=8)
 
 
-def emit_prefetch(context, builder, ty, array, first, rows) -> None:
-    """Hints that bring `rows` C-contiguous rows of `array` (of type `ty`) from row `first` on
-    (clamped to the array) into L2, one a cache line: a lane kernel asks for its next block's
-    inputs while it computes this one, where the hardware's prefetcher, which follows demand
-    loads, stops at the first loop that has none."""
+def emit_prefetch(context, builder, array, first, rows) -> None:
+    """Hints that bring `rows` C-contiguous rows of `array` (Numba's array struct) from row
+    `first` on (clamped to the array) into L2, one a cache line: a lane kernel asks for its next
+    block's inputs while it computes this one, where the hardware's prefetcher, which follows
+    demand loads, stops at the first loop that has none."""
     intp = types.intp
     n, width = cgutils.unpack_tuple(builder, array.shape)[:2]
     zero = context.get_constant(intp, 0)
