@@ -47,8 +47,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("variants", help='e.g. "batch.SLOT_BYTES=32768;batch.SLOT_BYTES=65536"')
     parser.add_argument("--sizes", default="2048,20000")
     args = parser.parse_args(argv)
-    if hasattr(os, "sched_setaffinity"):
-        os.sched_setaffinity(0, {max(os.sched_getaffinity(0))})
+    pinned = os.sched_getaffinity(0) if hasattr(os, "sched_setaffinity") else None
+    if pinned is not None:  # one core, given back at the end (a caller's process goes on)
+        os.sched_setaffinity(0, {max(pinned)})
+    try:
+        _run(args)
+    finally:
+        if pinned is not None:
+            os.sched_setaffinity(0, pinned)
+
+
+def _run(args: argparse.Namespace) -> None:
     import numba
 
     import symgraph as sg

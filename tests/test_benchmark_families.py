@@ -4,6 +4,8 @@ the benchmark asks for, and every backend and strategy computes the same numbers
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -166,3 +168,24 @@ def test_auto_interprets_first_then_switches_to_numba_kernels_with_the_same_numb
     one = fn.value_and_grad(points[0])
     assert one[0] == pytest.approx(value, rel=1e-14)
     np.testing.assert_allclose(one[1], grad, rtol=1e-13, atol=1e-14)
+
+
+def test_the_lanes_ab_benchmark_times_each_variant_and_restores_the_constants(capsys):
+    # benchmarks/lanes_ab.py on the smallest family: a variant of a batch constant that
+    # writes the same kernel says so, and every constant is back to its value after.
+    from benchmarks import lanes_ab
+    from symgraph.backends.numba import batch
+    from symgraph.backends.numba.runtime import lanes
+
+    before = (batch.SERIAL_SLOT_BYTES, lanes.PREFETCH_COLUMNS)
+    cpus = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
+    lanes_ab.main(["fpu_chain@1", "batch.SERIAL_SLOT_BYTES=1024;lanes.PREFETCH_COLUMNS=1",
+                   "--sizes", "64"])
+    line = capsys.readouterr().out.strip()
+    assert line.startswith("fpu_chain@1") and len(line.split("|")[0].split()) == 3
+    assert "(same source)" not in line  # a lanes constant is no batch one
+    assert (batch.SERIAL_SLOT_BYTES, lanes.PREFETCH_COLUMNS) == before
+    if hasattr(os, "sched_getaffinity"):
+        assert os.sched_getaffinity(0) == cpus  # pinned to one core only while it ran
+    lanes_ab.main(["fpu_chain@1", "batch.SERIAL_SLOT_BYTES=1024;", "--sizes", "64"])
+    assert capsys.readouterr().out.strip().endswith("(same source)")
