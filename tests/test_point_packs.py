@@ -71,6 +71,17 @@ def test_independent_sin_and_cos_of_one_operand_pack_as_sincos_and_a_chain_does_
     assert packs.packs(_program(chain, xs[:1])) == []
 
 
+def test_lgamma_and_its_digamma_of_one_operand_pack_as_one_pair():
+    # The gradient of lgamma(u) is digamma(u): one member of a vlgamma_digamma pack, which
+    # shares their reduction, log and reciprocal; a digamma alone stays a digamma.
+    xs = sg.symbols("a b c")
+    found = packs.packs(_program(sum(sg.lgamma(x + 1) * x for x in xs), xs))
+    assert [(f, len(m)) for f, m in found] == [("vlgamma_digamma", 3)]
+    assert all(len(member) == 2 for member in found[0][1])
+    alone = packs.packs(_program(sum(sg.digamma(x) * x for x in xs), xs))
+    assert [f for f, _ in alone] == ["vdigamma"]
+
+
 def test_a_pack_past_max_members_splits_into_packs_of_at_least_min_members(monkeypatch):
     monkeypatch.setattr(packs, "MAX_MEMBERS", 10)
     monkeypatch.setattr(packs, "MIN_MEMBERS", 4)
@@ -126,7 +137,8 @@ def test_a_packed_call_is_within_an_ulp_of_libm_and_libms_bits_beyond_its_range(
 
 
 @pytest.mark.parametrize("name", ["product_chain@33", "gibbs_mixing@25", "pendulum_chain@7",
-                                  "weibull@14", "trig_series@12"])
+                                  "weibull@14", "trig_series@12", "negbin_loglik@6",
+                                  "beta_binomial@3"])
 def test_packed_point_kernels_give_the_unpacked_numbers_on_generated_families(
         name, tmp_path, monkeypatch):
     family, n = families.parse_name(name)
@@ -164,6 +176,8 @@ def test_pack_lanes_follow_the_vector_width_and_each_functions_break_even():
     assert [simd.pack_lanes("vexp", n, 4) for n in (2, 3, 4, 5, 9)] == [0, 0, 8, 8, 12]
     assert [simd.pack_lanes("vtanh", n, 4) for n in (1, 2, 3, 5, 13)] == [0, 8, 8, 8, 16]
     assert [simd.pack_lanes("vlgamma", n, 4) for n in (1, 2, 4, 5)] == [0, 4, 4, 8]
+    assert [simd.pack_lanes("vlgamma_digamma", n, w) for n in (1, 2, 9) for w in (4, 8)] == [
+        0, 0, 4, 8, 12, 16]
     assert [simd.pack_lanes("vpow", n, w) for n in (2, 8) for w in (4, 8)] == [8, 0, 8, 8]
     assert [simd.pack_lanes("vsin", n, 2) for n in (2, 8, 64)] == [0, 0, 0]  # SSE: libm
 

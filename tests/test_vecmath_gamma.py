@@ -8,11 +8,13 @@ import math
 import re
 
 import mpmath
+import numba
 import numpy as np
 import pytest
 
 import symgraph as sg
 from symgraph.backends.numba import vecmath as vm
+from symgraph.backends.numba import vecmath_gamma as vg
 from symgraph.ir import special
 from tests.test_vecmath import _LOOPS, _host_has_avx2, apply, log_uniform, max_ulp
 
@@ -52,6 +54,25 @@ def test_vlgamma_is_the_scalar_lgammas_algorithm_within_an_ulp():
 def test_vdigamma_is_the_scalar_digammas_algorithm_within_an_ulp():
     x = positive_sample(np.random.default_rng(RNG_SEED + 2))
     np.testing.assert_array_max_ulp(apply("vdigamma", x), [special.digamma(v) for v in x], 1)
+
+
+@numba.njit
+def _pair_and_branching(x, out):
+    for j in range(x.size):
+        out[0, j], out[1, j] = vm.vlgamma_digamma(x[j])
+        out[2, j] = vg.lgamma_branching(x[j])
+        out[3, j] = vg.digamma_branching(x[j])
+
+
+def test_the_pair_and_the_branching_scalar_forms_give_vlgamma_and_vdigammas_bits():
+    # Packs compute lgamma(u) with its digamma(u) as one pair, and row kernels call the
+    # branching forms (one piece for one value): both must be the lane kernels' numbers.
+    x = positive_sample(np.random.default_rng(RNG_SEED + 4))
+    out = np.empty((4, x.size))
+    _pair_and_branching(x, out)
+    lgamma, digamma = apply("vlgamma", x), apply("vdigamma", x)
+    for got, want in zip(out, (lgamma, digamma, lgamma, digamma)):
+        assert got.tobytes() == want.tobytes()
 
 
 def test_vgammaoff_flags_exactly_what_the_lanes_leave_to_the_scalar_functions():

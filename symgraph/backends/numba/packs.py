@@ -8,7 +8,8 @@ runtime's lowering (runtime.lowering, `compile_steps`' packs) stores their opera
 array, runs the op table's vecmath function over it in one loop (which LLVM vectorises: 4
 lanes an instruction with AVX2) and reads the results back; the operands beyond vecmath's exact
 range (batch.LIMITED) are computed again with libm, as lane kernels do. A sin and a cos of one
-operand are one member of a ``vsincos`` pack (one argument reduction for both).
+operand are one member of a ``vsincos`` pack (one argument reduction for both), an lgamma and a
+digamma one of a ``vlgamma_digamma`` pack (one reduction, log and reciprocal).
 
 Only what the op table says is packable: ops whose lane template is one vecmath call of the
 operand and whose Numba template one libm call of it; of two operands, x ** y (vpow, `SEVERAL`;
@@ -42,7 +43,8 @@ from .simd import OPERAND_NAMES
 # are), so generated text is the same on every machine.
 MIN_MEMBERS = 2
 MAX_MEMBERS = 256  # more: packs of this many (a pack's arrays live on the kernel's stack)
-PAIRS = {("vsin", "vcos"): "vsincos"}  # a sin and a cos of one operand: one call of both
+# A value and its derivative of one operand: one call of both (one argument reduction)
+PAIRS = {("vsin", "vcos"): "vsincos", ("vlgamma", "vdigamma"): "vlgamma_digamma"}
 # Functions of several operands that pack (x ** y, 8 of them: 367 -> 290 ns; packs_micro)
 SEVERAL = {"vpow"}
 

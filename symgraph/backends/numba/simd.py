@@ -36,6 +36,12 @@ a member against the unpacked kernel; single runs move by ~3-6 ns a member.
   against this rule, in turns): weibull@14 596 -> 459 ns (its 14 x ** k),
   option_portfolio@6 421 -> 392, product_chain@3 260 -> 224, the rest within noise (+-7%);
   benchmarks/results/packs_avx2.md.
+* lgamma with its digamma (a `vlgamma_digamma` pair, 2026-12-07, Zen 4, packs_micro's lgamma
+  workload: a value+gradient pairs them; the unpacked calls are vecmath_gamma's branching
+  scalar forms, ~23 and ~17 ns): at least 2 members on both ISAs. AVX-512, 8 lanes, at 1 / 2 /
+  3 / 4 / 8 members: +16 / -6 / -19 / -21 / -29 ns a member. AVX2 (LLVM's znver3 code on the
+  same Zen 4, 4 lanes): +4 / -14 / -20 / -33 / -30 (at 8 lanes, what the default gave it: +74
+  / +22 at 1 / 2). Single runs move by ~20%.
 * Anything else (SSE only): never packed (not measured; two lanes a vector).
 """
 
@@ -45,11 +51,11 @@ import functools
 
 OPERAND_NAMES = ("x", "y")  # a listed pack's limit names its operands so (packs.limit)
 # Fewest members run as a pack, per doubles a vector: a function's own, else the default.
-MEMBERS = {8: {"": 8},
+MEMBERS = {8: {"": 8, "vlgamma_digamma": 2},
            4: {"": 4, "vsin": 2, "vcos": 2, "vsincos": 2, "vtanh": 2, "vcosh": 2,
-               "vsinh": 2, "vlgamma": 2, "vdigamma": 2, "vpow": 2}}
+               "vsinh": 2, "vlgamma": 2, "vdigamma": 2, "vlgamma_digamma": 2, "vpow": 2}}
 # Fewest lanes a pack's loop runs (a multiple of the vector's doubles)
-LANES = {8: {"": 8}, 4: {"": 8, "vlgamma": 4, "vdigamma": 4}}
+LANES = {8: {"": 8}, 4: {"": 8, "vlgamma": 4, "vdigamma": 4, "vlgamma_digamma": 4}}
 
 
 @functools.cache

@@ -22,9 +22,10 @@ Each cache entry also keys on `cache.runtime_digest` (every file of the special 
 and vecmath): a function's machine code holds the ones it calls from other files, which
 Numba's own stamp (of its file alone) does not see.
 
-lgamma and digamma are vecmath_gamma's vector functions, inlined, wherever their range holds
-(`vgammaoff` false), so row kernels give the lane kernels' numbers at ~25 ns a call; the
-plain-Python ones (the same algorithm, in Dekker's products) take the other arguments.
+lgamma and digamma are vecmath_gamma's branching forms of its vector functions (the same bits),
+inlined, wherever their range holds (`vgammaoff` false), so row kernels give the lane kernels'
+numbers at ~17-23 ns a call; the plain-Python ones (the same algorithm, in Dekker's products)
+take the other arguments.
 """
 
 from __future__ import annotations
@@ -66,12 +67,12 @@ _lgamma_scalar = _digamma_scalar = None  # the compiled plain ones, set by `_mad
 
 def _lgamma_vector_first(x):
     """lgamma: vecmath's (inlined) where its range holds, else symgraph.ir.special's."""
-    return _lgamma_scalar(x) if _vg.vgammaoff(x) else _vg.vlgamma(x)
+    return _lgamma_scalar(x) if _vg.vgammaoff(x) else _vg.lgamma_branching(x)
 
 
 def _digamma_vector_first(x):
     """digamma: vecmath's (inlined) where its range holds, else symgraph.ir.special's."""
-    return _digamma_scalar(x) if _vg.vgammaoff(x) else _vg.vdigamma(x)
+    return _digamma_scalar(x) if _vg.vgammaoff(x) else _vg.digamma_branching(x)
 
 
 # Row kernels, the tape's scalar steps and the special functions calling them (lbeta,

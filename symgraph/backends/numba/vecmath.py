@@ -512,11 +512,11 @@ def vsigmoid(x: float) -> float:
 
 # lgamma and digamma live in a module of their own (`.vecmath_gamma`), imported on first use
 # of one of its names here: a kernel calling neither never loads it.
-GAMMA_NAMES = ("vlgamma", "vdigamma", "vgammaoff", "GAMMA_LIMIT")
+GAMMA_NAMES = ("vlgamma", "vdigamma", "vlgamma_digamma", "vgammaoff", "GAMMA_LIMIT")
 PUBLIC = ("vcbrt", "vexp", "vlog", "vexpm1", "vtanh", "vsinh", "vcosh", "vasinh", "vatanh", "verf",
           "vlog1p", "vlog2", "vlog10", "vsigmoid", "vsin", "vcos", "vsincos", "vpow", "vpowoff",
           "vpowprev", "vpowprevoff", "vhypot", "vatan", "vatan2", "vatan2off", "vsin_array",
-          "vcos_array", "vxlogy", "vtan", *GAMMA_NAMES[:3])
+          "vcos_array", "vxlogy", "vtan", *GAMMA_NAMES[:4])
 
 
 def __getattr__(name: str):

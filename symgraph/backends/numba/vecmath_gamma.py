@@ -13,6 +13,12 @@ one polynomial of [1, 2), one of 1/x^2, one division. Negative x (the reflection
 sine of pi x: more than the whole function), subnormals, inf, nan and x beyond GAMMA_LIMIT are
 for callers to fix up with `symgraph.ir.special`'s scalar functions, where `vgammaoff` is
 true.
+
+Each function is its two pieces (``_lgamma_near``/``_lgamma_far``...) and a select, so two more
+forms give its bits: `vlgamma_digamma`, both of one value (a point kernel's pack of a value
+and its derivative: one reduction, log and reciprocal), and the branching scalar forms
+(`lgamma_branching`, `digamma_branching`: only the piece a value needs, for row kernels'
+calls; 2026-12-07, Zen 4: ~23 and ~17-23 ns a call against ~35 and ~27 for the selects).
 """
 
 from __future__ import annotations
@@ -121,23 +127,25 @@ def _two_sum(a, b):
 
 
 @_jit(error_model="numpy", forceinline=True)
-def vlgamma(x: float) -> float:
-    """log(gamma(x)) for normal x in (0, GAMMA_LIMIT] (elsewhere unspecified: callers fix up
-    where `vgammaoff` is true). Below 3 `_lgamma_core` of t plus the step's log; from 3 on
-    Stirling's (x - 1/2)(log x - 1) + (log(2 pi) - 1)/2 + W(1/x^2)/x, the log a double-double
-    and its product exact. Max error 0.68 ulp (907,000 points vs mpmath, near x = 1)."""
-    t, t_lo, sign, arg = _reduce(x)
-    lh, ll = _log_dd(arg)
+def _lgamma_near(x, lh, ll):
+    """lgamma(x) for x below 3, (lh, ll) the double-double log of `_reduce`'s arg: `_lgamma_core`
+    of t plus the step's log."""
+    t, t_lo, sign, _ = _reduce(x)
     g, g_lo, slope = _lgamma_core(t)
     s, s_err = _two_sum(g, sign * lh)  # the step: + log(x - 1), - log x (sign * lh exact)
-    near = s + (s_err + (g_lo + (sign * ll + slope * t_lo)))
-    l1, l1_lo = _two_sum(lh, -1.0)  # for x >= 3 (arg = x): log x - 1
+    return s + (s_err + (g_lo + (sign * ll + slope * t_lo)))
+
+
+@_jit(error_model="numpy", forceinline=True)
+def _lgamma_far(x, u, lh, ll):
+    """lgamma(x) from 3 on, u = 1/x, (lh, ll) the double-double log x: Stirling's
+    (x - 1/2)(log x - 1) + (log(2 pi) - 1)/2 + W(1/x^2)/x, its product exact."""
+    l1, l1_lo = _two_sum(lh, -1.0)  # log x - 1
     a = x - 0.5
     a_lo = (x - a) - 0.5  # 0 below 2**52
     p = a * l1  # (x - 1/2)(log x - 1): never above lgamma itself
     p_lo = _mul_error(a, l1, p) + (a * (l1_lo + ll) + a_lo * l1)
     f, f_err = _two_sum(p, STIRLING_C_HI)
-    u = 1.0 / x
     z = u * u
     z2 = z * z
     z4 = z2 * z2
@@ -145,23 +153,34 @@ def vlgamma(x: float) -> float:
     w1 = _cubic(z, z2, W[4], W[5], W[6], W[7])
     w2 = _cubic(z, z2, W[8], W[9], W[10], W[11])
     w = u * _fma(_fma(_fma(W[12], z4, w2), z4, w1), z4, w0)
-    far = f + (f_err + (p_lo + (HALF_LOG_2PI_LO + w)))
-    return _where(x < 3.0, near, far)
+    return f + (f_err + (p_lo + (HALF_LOG_2PI_LO + w)))
 
 
 @_jit(error_model="numpy", forceinline=True)
-def vdigamma(x: float) -> float:
-    """psi(x) = gamma'(x) / gamma(x) for normal x in (0, GAMMA_LIMIT] (elsewhere unspecified:
-    callers fix up where `vgammaoff` is true). Below 3 `_digamma_core` of t plus the step's
-    reciprocal (a double-double); from 3 on log x - 1/(2x) - V(1/x^2)/x^2. Max error 0.84 ulp
-    (907,000 points vs mpmath, near x = 1)."""
-    t, t_lo, sign, arg = _reduce(x)
+def vlgamma(x: float) -> float:
+    """log(gamma(x)) for normal x in (0, GAMMA_LIMIT] (elsewhere unspecified: callers fix up
+    where `vgammaoff` is true). Below 3 `_lgamma_core` of t plus the step's log; from 3 on
+    Stirling's (x - 1/2)(log x - 1) + (log(2 pi) - 1)/2 + W(1/x^2)/x, the log a double-double
+    and its product exact. Max error 0.68 ulp (907,000 points vs mpmath, near x = 1)."""
+    _, _, _, arg = _reduce(x)  # x from 3 on: one log (and 1/x) for both pieces and vdigamma
+    lh, ll = _log_dd(arg)
+    return _where(x < 3.0, _lgamma_near(x, lh, ll), _lgamma_far(x, 1.0 / arg, lh, ll))
+
+
+@_jit(error_model="numpy", forceinline=True)
+def _digamma_near(x, r, r_lo):
+    """psi(x) for x below 3, r + r_lo = 1 / `_reduce`'s arg: `_digamma_core` of t plus the
+    step's reciprocal (a double-double)."""
+    t, t_lo, sign, _ = _reduce(x)
     g, g_lo, slope = _digamma_core(t)
-    r = 1.0 / arg
-    r_lo = r * _fma(-arg, r, 1.0)  # 1 / arg = r + r_lo
     s, s_err = _two_sum(g, sign * r)
-    near = s + (s_err + (g_lo + (sign * r_lo + slope * t_lo)))
-    lh, ll = _log_dd(arg)  # vlgamma's own log (arg is x from 3 on)
+    return s + (s_err + (g_lo + (sign * r_lo + slope * t_lo)))
+
+
+@_jit(error_model="numpy", forceinline=True)
+def _digamma_far(r, r_lo, lh, ll):
+    """psi(x) from 3 on, r + r_lo = 1 / x, (lh, ll) the double-double log x: log x - 1/(2x)
+    - V(1/x^2)/x^2."""
     h = 0.5 * r
     f = lh - h  # lh >= h
     f_err = (lh - f) - h
@@ -173,8 +192,52 @@ def vdigamma(x: float) -> float:
     v2 = _cubic(z, z2, V[8], V[9], V[10], V[11])
     v3 = _fma(V[13], z, V[12])
     v = _fma(_fma(_fma(v3, z4, v2), z4, v1), z4, v0)
-    far = f + (f_err + (ll - (0.5 * r_lo + z * v)))
-    return _where(x < 3.0, near, far)
+    return f + (f_err + (ll - (0.5 * r_lo + z * v)))
+
+
+@_jit(error_model="numpy", forceinline=True)
+def vdigamma(x: float) -> float:
+    """psi(x) = gamma'(x) / gamma(x) for normal x in (0, GAMMA_LIMIT] (elsewhere unspecified:
+    callers fix up where `vgammaoff` is true). Below 3 `_digamma_core` of t plus the step's
+    reciprocal (a double-double); from 3 on log x - 1/(2x) - V(1/x^2)/x^2. Max error 0.84 ulp
+    (907,000 points vs mpmath, near x = 1)."""
+    _, _, _, arg = _reduce(x)  # x from 3 on: vlgamma's own log and 1/x
+    r = 1.0 / arg
+    r_lo = r * _fma(-arg, r, 1.0)  # 1 / arg = r + r_lo
+    lh, ll = _log_dd(arg)
+    return _where(x < 3.0, _digamma_near(x, r, r_lo), _digamma_far(r, r_lo, lh, ll))
+
+
+@_jit(error_model="numpy", forceinline=True)
+def vlgamma_digamma(x: float) -> tuple[float, float]:
+    """(lgamma(x), psi(x)), equal bit for bit to (vlgamma(x), vdigamma(x)): inlined side by
+    side, LLVM computes their argument reduction, log and 1/x once (a value and its
+    derivative: reverse mode pairs lgamma(u) with digamma(u); packs.PAIRS)."""
+    return vlgamma(x), vdigamma(x)
+
+
+@_jit(error_model="numpy", forceinline=True)
+def lgamma_branching(x: float) -> float:
+    """vlgamma(x)'s bits for one value at a time, computing only the piece x needs (a branch:
+    about half vlgamma's work) for row kernels' scalar calls (backends.numba.special)."""
+    if x < 3.0:
+        _, _, _, arg = _reduce(x)
+        lh, ll = _log_dd(arg)
+        return _lgamma_near(x, lh, ll)
+    lh, ll = _log_dd(x)
+    return _lgamma_far(x, 1.0 / x, lh, ll)
+
+
+@_jit(error_model="numpy", forceinline=True)
+def digamma_branching(x: float) -> float:
+    """vdigamma(x)'s bits for one value at a time, computing only the piece x needs."""
+    _, _, _, arg = _reduce(x)
+    r = 1.0 / arg
+    r_lo = r * _fma(-arg, r, 1.0)
+    if x < 3.0:
+        return _digamma_near(x, r, r_lo)
+    lh, ll = _log_dd(x)
+    return _digamma_far(r, r_lo, lh, ll)
 
 
 @_jit(error_model="numpy", forceinline=True)
