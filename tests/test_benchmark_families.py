@@ -153,6 +153,15 @@ def test_the_one_point_benchmark_checks_every_form_against_the_others_with_numba
     assert set(times) == set(calls) and all(t >= 0 for t in times.values())
 
 
+def test_the_one_point_benchmark_times_symgraph_where_numba_cannot_compile_the_peer(tmp_path):
+    # SymPy lambdifies lgamma's derivative as polygamma(0, x), which Numba cannot compile: the
+    # workload keeps symgraph's forms (checked against each other), without the peer's.
+    from benchmarks import onepoint
+
+    calls, _, arguments = onepoint.prepare("negbin_loglik@1", str(tmp_path))
+    assert set(calls) == set(onepoint.FORMS) - {"SymPy+njit"} and arguments == 2
+
+
 def test_auto_interprets_first_then_switches_to_numba_kernels_with_the_same_numbers(mixed):
     expr, args, points = mixed
     fn = sg.compile(expr, args)  # strategy "auto": a 64-point batch is too small to compile
