@@ -191,7 +191,8 @@ class CompiledFunction:
                 self._bind(VALUE_GRAD.name, 1 + self._k, _VALUE_GRAD, "value_and_grad"),
                 self._bind(VALUE_GRAD.name, 1 + self._k, _GRAD, "grad")])
             self.value_and_grad_floats = self._points.floats(VALUE_GRAD.name, checked_floats(
-                self, [s.value for s in self.args]), CompiledFunction.value_and_grad_floats.__doc__)
+                self, [s.value for s in self.args], VALUE_GRAD.name),
+                CompiledFunction.value_and_grad_floats.__doc__)
 
     @property
     def programs(self) -> list:

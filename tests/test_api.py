@@ -339,6 +339,26 @@ def test_a_first_call_is_interpreted_without_making_or_compiling_the_straight_li
     assert grads[0].tolist() == pytest.approx(grad.tolist(), rel=1e-15)
 
 
+def test_an_interpreted_floats_call_counts_its_own_loss_beside_value_and_grads(tmp_path):
+    # value_and_grad_floats runs interpreted through the checked value_and_grad, and loses more
+    # than it against its compiled entry: the switch counts that too (runtime.interpret).
+    from symgraph.runtime import interpret
+
+    fn = sg.compile(sg.exp(x * y) + sg.sin(x) / y, [x, y], cache_dir=tmp_path)
+    pending = fn._built.pending["value_grad"]
+    fn.value_and_grad(1.0, 2.0)
+    after_one = pending.lost_ns
+    fn.value_and_grad(1.0, 2.0)
+    by_value_and_grad = pending.lost_ns - after_one
+    value, grad = fn.value_and_grad_floats(1.0, 2.0)
+    by_floats = pending.lost_ns - after_one - by_value_and_grad
+    assert fn._built._built is None  # (still interpreted)
+    assert by_floats == pytest.approx(by_value_and_grad + interpret.FLOATS_ROW_NS
+                                      + 2 * interpret.FLOATS_ROW_NS_PER_INPUT)
+    assert (value, grad) == (fn.value_and_grad(1.0, 2.0)[0],
+                             tuple(fn.value_and_grad(1.0, 2.0)[1].tolist()))
+
+
 def test_interpreted_calls_switch_at_the_call_where_their_lost_time_reaches_the_switchs_cost(
         monkeypatch):
     from symgraph.runtime import interpret

@@ -49,6 +49,13 @@ INTERP_ROW_CALL_NS, INTERP_ROW_NS_PER_OP = 300.0, 20.0
 # load ~5): the real loss per call was 0.87-27.5 us, ~(700 - 300) + 200 per input + 25 per
 # operation ns (the model above alone said 0.2-19 us: a switch 3-5x too late for small ones).
 INTERP_ROW_API_NS, INTERP_ROW_NS_PER_INPUT, INTERP_ROW_API_NS_PER_OP = 400.0, 200.0, 5.0
+# ... and a `value_and_grad_floats` call loses more than that: interpreted, it is the checked
+# value_and_grad plus its own checks and tuple; compiled, it is ~300 ns cheaper than
+# value_and_grad's. Measured on 7 FIT workloads (2026-12-07, Zen 4, load ~1-2; interpreted
+# against compiled, each kept on its path): 950-1,740 ns a call more than value_and_grad's
+# loss, ~950 + 25 per input (gauss_loglik@1 +979, logistic_regression@13 +1,041,
+# product_chain@33 +1,739). Uncounted, a loop of floats calls switched ~2x too late.
+FLOATS_ROW_NS, FLOATS_ROW_NS_PER_INPUT = 950.0, 25.0
 # Batches refitted once their blocks stopped faulting in fresh pages (runtime.blocks; FIT families
 # at ~10, ~100 and ~1,000 operations, value+gradient programs of 12-9,439, one core, Zen 4, load
 # ~1, 2026-12-07): interpreted 0.6-1.6 ns per operation and point at <= 1,000 operations (3.7 with
@@ -274,6 +281,12 @@ class Pending:
             self.lost_ns = float("inf")
             return False
         return True
+
+    def charge_floats(self, inputs: int) -> None:
+        """Count what an interpreted ``value_and_grad_floats`` call of `inputs` numbers lost
+        beyond its value_and_grad (`FLOATS_ROW_NS`), until the switch is made."""
+        if self.built is None:
+            self.lost_ns += FLOATS_ROW_NS + FLOATS_ROW_NS_PER_INPUT * inputs
 
     def row(self, x: np.ndarray, out: np.ndarray) -> None:
         """One point: interpreted (x may be out), or compiled."""

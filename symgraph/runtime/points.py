@@ -116,13 +116,15 @@ def floats_method(entry: Call, slow: Call) -> Call:
     return value_and_grad_floats
 
 
-def checked_floats(fn: Any, names: list[str]) -> Call:
+def checked_floats(fn: Any, names: list[str], kernel: str = "value_grad") -> Call:
     """``fn.value_and_grad_floats`` on the checked path: one real number per variable of
     `names` (as ``fn.value_and_grad`` reads them; text, None, complex, masked values and
     arrays are refused, naming the argument), then ``fn.value_and_grad``'s numbers as floats.
     Kept by a caller after the methods were bound again (``fn._bound`` counts the bindings),
     it calls the method bound now: the compiled one, once an interpreted function switched."""
     n, bound = len(names), getattr(fn, "_bound", 0)
+    pending = getattr(getattr(fn, "_built", None), "pending", None)  # interpreted first
+    pending = pending.get(kernel) if isinstance(pending, dict) else None
 
     def value_and_grad_floats(*values: Any) -> tuple[float, tuple[float, ...]]:
         if getattr(fn, "_bound", 0) != bound:  # kept from before the methods were bound again
@@ -135,6 +137,8 @@ def checked_floats(fn: Any, names: list[str]) -> Call:
         point = values if set(map(type, values)) <= _JUST_FLOAT else [
             _number(v, names, i) for i, v in enumerate(values)]
         value, gradient = fn.value_and_grad(*point)
+        if pending is not None:  # (runtime.interpret: the switch counts this path's own loss)
+            pending.charge_floats(n)
         return value, tuple(gradient.tolist())
 
     return value_and_grad_floats
