@@ -54,7 +54,9 @@ INTERP_ROW_API_NS, INTERP_ROW_NS_PER_INPUT, INTERP_ROW_API_NS_PER_OP = 400.0, 20
 # value_and_grad's. Measured on 7 FIT workloads (2026-12-07, Zen 4, load ~1-2; interpreted
 # against compiled, each kept on its path): 950-1,740 ns a call more than value_and_grad's
 # loss, ~950 + 25 per input (gauss_loglik@1 +979, logistic_regression@13 +1,041,
-# product_chain@33 +1,739). Uncounted, a loop of floats calls switched ~2x too late.
+# product_chain@33 +1,739). Uncounted, a loop of floats calls switched ~2x too late. Held
+# out (5 VALIDATE workloads, the same run): +1,129 to +2,025 measured, 0.63-0.95 of this
+# count (worst morse_chain@13: 2,025 against 1,275), never above it.
 FLOATS_ROW_NS, FLOATS_ROW_NS_PER_INPUT = 950.0, 25.0
 # Batches refitted once their blocks stopped faulting in fresh pages (runtime.blocks; FIT families
 # at ~10, ~100 and ~1,000 operations, value+gradient programs of 12-9,439, one core, Zen 4, load

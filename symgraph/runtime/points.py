@@ -116,12 +116,13 @@ def floats_method(entry: Call, slow: Call) -> Call:
     return value_and_grad_floats
 
 
-def checked_floats(fn: Any, names: list[str], kernel: str = "value_grad") -> Call:
+def checked_floats(fn: Any, names: list[str], kernel: str) -> Call:
     """``fn.value_and_grad_floats`` on the checked path: one real number per variable of
     `names` (as ``fn.value_and_grad`` reads them; text, None, complex, masked values and
-    arrays are refused, naming the argument), then ``fn.value_and_grad``'s numbers as floats.
-    Kept by a caller after the methods were bound again (``fn._bound`` counts the bindings),
-    it calls the method bound now: the compiled one, once an interpreted function switched."""
+    arrays are refused, naming the argument), then ``fn.value_and_grad``'s numbers as floats
+    (program `kernel`'s: interpreted, its switch counts this path's loss too). Kept by a
+    caller after the methods were bound again (``fn._bound`` counts the bindings), it calls
+    the method bound now: the compiled one, once an interpreted function switched."""
     n, bound = len(names), getattr(fn, "_bound", 0)
     pending = getattr(getattr(fn, "_built", None), "pending", None)  # interpreted first
     pending = pending.get(kernel) if isinstance(pending, dict) else None
