@@ -27,7 +27,7 @@ def test_a_dropped_result_memory_is_reused_by_the_next_batch_of_its_size():
     first = outputs.empty(BIG)
     address = _address(first)
     del first
-    assert outputs.idle_bytes() == 8 * BIG[0] * BIG[1]
+    assert outputs.idle_bytes() == 8 * BIG[0] * BIG[1] + outputs.LINE
     assert _address(outputs.empty(BIG)) == address
 
 
@@ -42,15 +42,15 @@ def test_memory_is_not_reused_while_any_view_of_the_result_lives():
     del column
     assert outputs.idle_bytes() == 0  # `rows` still holds it
     del rows
-    assert outputs.idle_bytes() == 8 * BIG[0] * BIG[1]
+    assert outputs.idle_bytes() == 8 * BIG[0] * BIG[1] + outputs.LINE
 
 
-def test_small_and_huge_arrays_are_plain_numpy_arrays_never_kept():
+def test_small_and_huge_arrays_are_numpys_own_never_kept():
     small = outputs.empty((10, 10))
     assert small.base is None
     huge_rows = outputs.MAX_IDLE_BYTES // 80 + 1
     huge = outputs.empty((huge_rows, 10))
-    assert huge.base is None and huge.shape == (huge_rows, 10)
+    assert huge.shape == (huge_rows, 10) and huge.base is not None and huge.base.base is None
     del small, huge
     assert outputs.idle_bytes() == 0
 
@@ -60,7 +60,14 @@ def test_kept_memory_never_exceeds_the_cap(monkeypatch):
     arrays = [outputs.empty(BIG) for _ in range(4)]
     del arrays
     gc.collect()
-    assert outputs.idle_bytes() == 2 * 8 * BIG[0] * BIG[1]
+    assert outputs.idle_bytes() == 2 * (8 * BIG[0] * BIG[1] + outputs.LINE)
+
+
+@pytest.mark.parametrize("rows", [40_000, 70_000, outputs.MAX_IDLE_BYTES // 80 + 1])
+def test_big_arrays_start_on_a_cache_line_so_kernels_write_whole_lines(rows):
+    array = outputs.empty((rows, 10))  # pooled (3.2 MB), fresh (5.6 MB), past the pool
+    assert _address(array) % 64 == 0 and array.shape == (rows, 10)
+    assert array.flags.c_contiguous and array.flags.writeable
 
 
 def test_a_block_is_reused_only_for_an_array_of_at_least_half_its_size():

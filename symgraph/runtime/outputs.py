@@ -23,6 +23,11 @@ import numpy as np
 # adds the lease's ~10 us (measured: a 1.6 MB polynomial batch 0.65 -> 1.0 ns a point).
 MIN_BYTES = 32 << 20
 MAX_IDLE_BYTES = 512 << 20  # kept for reuse at most; a bigger block is never kept
+# Arrays of at least this many bytes start on a cache line (NumPy's start 16 bytes past one),
+# so that a lane kernel writes their rows as whole lines, non-temporally from
+# backends.numba.runtime.transpose's STREAM_BYTES on (the same figure: a batch's output).
+ALIGNED_BYTES = 1 << 20
+LINE = 64
 
 _idle: list[np.ndarray] = []  # blocks (uint8) no result refers to, most recently freed last
 _lock = threading.RLock()  # re-entrant: a lease may be freed by a collection inside it
@@ -44,8 +49,9 @@ class _Lease:
 
     def __init__(self, block: np.ndarray, shape: tuple[int, ...]) -> None:
         self.block = block
+        start = block.ctypes.data + -block.ctypes.data % LINE  # (the block has LINE to spare)
         self.__array_interface__ = {"shape": shape, "typestr": "<f8", "version": 3,
-                                    "data": (block.ctypes.data, False)}
+                                    "data": (start, False)}
 
     def __del__(self) -> None:
         _give_back(self.block)
@@ -72,14 +78,24 @@ def _take(nbytes: int) -> np.ndarray | None:
 
 def empty(shape: tuple[int, ...]) -> np.ndarray:
     """An uninitialised float64 C-contiguous array, like ``np.empty(shape)``, with big ones
-    made in a recycled block when one fits."""
+    made in a recycled block when one fits, and those of at least `ALIGNED_BYTES` starting on
+    a cache line."""
     nbytes = 8 * math.prod(shape)  # (np.prod of a tuple takes ~3 us)
     if nbytes < MIN_BYTES or nbytes > MAX_IDLE_BYTES:
-        return np.empty(shape)
-    block = _take(nbytes)
+        if nbytes < ALIGNED_BYTES:
+            return np.empty(shape)
+        return _aligned(np.empty(nbytes + LINE, np.uint8), shape)
+    block = _take(nbytes + LINE)
     if block is None:
-        block = np.empty(nbytes, np.uint8)
+        block = np.empty(nbytes + LINE, np.uint8)
     return np.asarray(_Lease(block, shape))
+
+
+def _aligned(block: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """Float64s of `shape` in `block` (uint8, LINE bytes more than they need), from its
+    first cache line boundary."""
+    skip = -block.ctypes.data % LINE
+    return block[skip:skip + 8 * math.prod(shape)].view(np.float64).reshape(shape)
 
 
 def idle_bytes() -> int:

@@ -93,6 +93,7 @@ def lower_lanes(loops, steps, slots, block, chunk, widths, interleave, context, 
                 builder.call(function, [x, out, flags, s, m,
                                         *(scratch.slot(builder, k) for k in used),
                                         *(ir.Constant(ir.DoubleType(), c) for c in constants)])
+    transpose.emit_store_fence(builder)
     return context.get_dummy_value()
 
 

@@ -19,12 +19,21 @@ at least as long as the columns it names. Part of the runtime adapter (llvmlite'
 from __future__ import annotations
 
 import ast
+import platform
 
 from llvmlite import ir
 from numba import types
 from numba.core import cgutils
 
 _F64 = ir.DoubleType()
+# Outputs of at least this many bytes (a batch's rows in all; about L2) are written with
+# non-temporal stores when 64-byte aligned (runtime.outputs makes arrays that big so). FIT,
+# one process, calls alternated, 1,024 to 20,000 points: fpu_chain@38 67.5 -> 62.2 ns a point
+# (1,024), 61.8 -> 56.1 (2,048), 92.9 -> 60.9 (8,192), 132 -> 90 (20,000); fpu_chain@12
+# 20.2 -> 19.4 (1,024), 27.5 -> 18.5 (8,192); morse_chain@20 50.8 -> 48.1 (1,024), 68.0 ->
+# 59.1 (8,192). In L2 (512 points) no change either way; the bound keeps a small batch's
+# results in cache for whoever reads them next.
+STREAM_BYTES = 1 << 20
 
 
 def copy_in_columns(loop: ast.For) -> list[tuple[int, int]] | None:
@@ -138,15 +147,65 @@ def emit_copy_in(context, builder, xty, xs, scratch, s, groups, columns, v) -> N
                 builder.store(cols[c], _vector_pointer(builder, ptr, v), align=8 * v)
 
 
+def line_shuffles(width: int) -> list[tuple[int, int, list[int]]]:
+    """How a group of 8 rows of `width` (>= 8) columns, 8 * width doubles in row order, is cut
+    into `width` lines of 8 doubles (64 bytes) made from the transposed run vectors (row r's
+    run q: columns runs(width, 8)[q] .. + 7): for each line, the two run vectors it takes its
+    elements from (numbered r * len(runs) + q) and the shuffle's mask (i < 8 from the first,
+    8 + i from the second). Any 8 consecutive doubles lie in at most two of them: within a row
+    a run and the next, across rows the last run of one row and the first of the next."""
+    starts = runs(width, 8)
+    lines = []
+    for line in range(width):
+        where = [divmod(8 * line + t, width) for t in range(8)]
+        holders = [[r * len(starts) + q for q, k0 in enumerate(starts) if k0 <= c < k0 + 8]
+                   for r, c in where]
+        first, second = _two_covering(holders)
+        mask = []
+        for (_, c), held in zip(where, holders):
+            a = first if first in held else second
+            mask.append(c - starts[a % len(starts)] + (0 if a == first else 8))
+        lines.append((first, second, mask))
+    return lines
+
+
+def _two_covering(holders: list[list[int]]) -> tuple[int, int]:
+    """Two vectors (the same one twice when one does) holding an element of every entry."""
+    for a in holders[0]:
+        rest = [held for held in holders if a not in held]
+        if not rest:
+            return a, a
+        for b in rest[0]:
+            if all(b in held for held in rest):
+                return a, b
+    raise AssertionError("a line spans more than two run vectors")
+
+
 def emit_copy_out(context, builder, oty, outs, scratch, s, groups, columns, v) -> None:
     """Columns {k: slot offset or constant} into rows s .. s + groups*v - 1 of OUT (array
     `outs` of type `oty`), `groups` groups of `v` points. A group's rows are stored one after
     the other, each from its first column to its last: one ascending stretch of memory, which
     the store queue drains line by line where a run's v stores to v rows kept v lines waiting
     for ownership (FIT, 20,000 points out of cache: morse_chain@38 146 -> 113 ns a point,
-    gibbs_mixing@75 279 -> 263, fpu_chain@38 132 -> 120; no change in cache)."""
+    gibbs_mixing@75 279 -> 263, fpu_chain@38 132 -> 120; no change in cache). When OUT is
+    64-byte aligned and at least STREAM_BYTES, a group of 8 rows (8 * width doubles, `width`
+    whole cache lines) is stored instead as `width` lines, each made of two run vectors by one
+    shuffle (`line_shuffles`), with non-temporal stores: whole lines go to memory without first
+    being read for ownership, as memcpy does past a threshold of its own."""
     intp = types.intp
     width = len(columns)
+    stream = None
+    if v == 8:  # (rows of exactly `width` columns: a group's rows adjacent)
+        n, columns_in_row = cgutils.unpack_tuple(builder, outs.shape)[:2]
+        first = cgutils.get_item_pointer(context, builder, oty, outs,
+                                         [s, context.get_constant(intp, 0)])
+        i64 = ir.IntType(64)
+        stream = builder.and_(builder.and_(
+            builder.icmp_signed(">=", builder.mul(n, context.get_constant(intp, 8 * width)),
+                                context.get_constant(intp, STREAM_BYTES)),
+            builder.icmp_signed("==", columns_in_row, context.get_constant(intp, width))),
+            builder.icmp_unsigned("==", builder.and_(builder.ptrtoint(first, i64),
+                                                     ir.Constant(i64, 63)), ir.Constant(i64, 0)))
     with cgutils.for_range(builder, groups) as g:
         j0 = builder.mul(g.index, context.get_constant(intp, v))
         transposed = []
@@ -160,12 +219,53 @@ def emit_copy_out(context, builder, oty, outs, scratch, s, groups, columns, v) -
                     ptr = scratch.at(builder, source, j0)
                     cols.append(builder.load(_vector_pointer(builder, ptr, v), align=8 * v))
             transposed.append((k0, transpose(builder, cols)))
-        for r in range(v):
-            row = builder.add(s, builder.add(j0, context.get_constant(intp, r)))
-            for k0, rows in transposed:
-                ptr = cgutils.get_item_pointer(context, builder, oty, outs,
-                                               [row, context.get_constant(intp, k0)])
-                builder.store(rows[r], _vector_pointer(builder, ptr, v), align=8)
+        if stream is None:
+            _store_rows(context, builder, oty, outs, s, j0, transposed, v)
+        else:
+            _store_lines(context, builder, oty, outs, s, j0, transposed, width, stream)
+
+
+def _store_rows(context, builder, oty, outs, s, j0, transposed, v) -> None:
+    """Each row's run vectors, a row after the other (rows shorter than 8 columns)."""
+    intp = types.intp
+    for r in range(v):
+        row = builder.add(s, builder.add(j0, context.get_constant(intp, r)))
+        for k0, rows in transposed:
+            ptr = cgutils.get_item_pointer(context, builder, oty, outs,
+                                           [row, context.get_constant(intp, k0)])
+            builder.store(rows[r], _vector_pointer(builder, ptr, v), align=8)
+
+
+def _store_lines(context, builder, oty, outs, s, j0, transposed, width, stream) -> None:
+    """If `stream`, the group's 8 rows as `width` whole lines (`line_shuffles`), stored
+    non-temporally; else row by row (`_store_rows`: no shuffles, the faster in cache)."""
+    intp = types.intp
+    with builder.if_else(stream) as (streamed, cached):
+        with streamed:
+            vectors = [rows[r] for r in range(8) for _, rows in transposed]
+            base = cgutils.get_item_pointer(context, builder, oty, outs,
+                                            [builder.add(s, j0), context.get_constant(intp, 0)])
+            hint = builder.module.add_metadata([ir.Constant(ir.IntType(32), 1)])
+            for i, (a, b, mask) in enumerate(line_shuffles(width)):
+                line = vectors[a] if mask == list(range(8)) else builder.shuffle_vector(
+                    vectors[a], vectors[b], _mask(mask))
+                ptr = builder.gep(base, [context.get_constant(intp, 8 * i)])
+                store = builder.store(line, _vector_pointer(builder, ptr, 8), align=64)
+                store.set_metadata("nontemporal", hint)
+        with cached:
+            _store_rows(context, builder, oty, outs, s, j0, transposed, 8)
+
+
+def emit_store_fence(builder: ir.IRBuilder) -> None:
+    """Non-temporal stores (`emit_copy_out`) are weakly ordered, and x86 orders them only by
+    SFENCE or MFENCE (a locked instruction, LLVM's seq_cst fence there, need not): a chunk's
+    outputs are all in memory before its thread tells another the chunk is done."""
+    if platform.machine().lower() in ("x86_64", "amd64"):
+        sfence = cgutils.get_or_insert_function(builder.module, ir.FunctionType(
+            ir.VoidType(), []), "llvm.x86.sse.sfence")
+        builder.call(sfence, [])
+    else:
+        builder.fence("seq_cst")
 
 
 def emit_prefetch(context, builder, array, first, rows) -> None:
