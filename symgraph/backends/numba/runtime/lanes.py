@@ -27,7 +27,13 @@ from .lowering import compile_steps
 # prefetched (`transpose.emit_prefetch`). FIT, 20,000 points (out of cache): fpu_chain@38 (76
 # columns) 120 -> 112 ns a point, gibbs_mixing@75 263 -> 248, arrhenius@93 (32) 258 -> 250,
 # the same in cache; narrower rows lost in cache what they gained out of it (fpu_chain@13, 26
-# columns: 14.8 -> 15.5 in cache, 15.1 -> 15.4 out of it; fpu_chain@4 4.4 -> 4.7).
+# columns: 14.8 -> 15.5 in cache, 15.1 -> 15.4 out of it; fpu_chain@4 4.4 -> 4.7). The hints
+# go out a group of 8 rows at a time, as that group's copy starts (the same group of the next
+# block), not all of a block's at once: with outputs streamed (`transpose.STREAM_BYTES`), 24
+# wide workloads at 20,000 points, one process, calls alternated: FIT median 1.08x (fpu_chain@38
+# 1.27x, product_chain@33 1.19x, fisher_z@75 1.00x), VALIDATE median 1.06x (minimal_surface@57
+# 1.13x; worst negbin_loglik@56 0.93x, rational@43 0.98x); at 512 points (in cache) 0.94-1.07x,
+# median 1.00x. Narrower rows, hinted too, lost again in cache (fpu_chain@4 0.83x).
 PREFETCH_COLUMNS = 32
 
 
@@ -59,9 +65,8 @@ def lower_lanes(loops, steps, slots, block, chunk, widths, interleave, context, 
     stop = builder.select(builder.icmp_signed("<", n, end), n, end)
     cuts = {k for k in parts if 0 < k < len(fors)}
     copied = transpose.copy_in_columns(fors[0]) if fors else None
-    prefetched = (context.make_array(xty)(context, builder, x) if xty.layout == "C"
-                  and copied is not None and max(k for k, _ in copied) + 1 >= PREFETCH_COLUMNS
-                  else None)
+    ahead = block if (xty.layout == "C" and copied is not None
+                      and max(k for k, _ in copied) + 1 >= PREFETCH_COLUMNS) else 0
     groups: list[tuple[bool, list]] = []  # (in a function of its own, its loops)
     for number, loop in numbered:
         compiled = _calls_compiled(loop, steps)
@@ -71,7 +76,8 @@ def lower_lanes(loops, steps, slots, block, chunk, widths, interleave, context, 
                 or groups[-1][1][-1][0] in calls):
             groups.append((own, []))
         groups[-1][1].append((number, loop))
-    emit = functools.partial(_emit_loops, context, signature, steps, block, widths, interleave)
+    emit = functools.partial(_emit_loops, context, signature, steps, block, widths, interleave,
+                             ahead)
     functions: dict = {}  # a called loop's shape -> its function and slot count
     called = [None if not own else _shared(context, builder, signature, group[0][1], block,
                                            emit, functions) if group[0][0] in calls else
@@ -82,9 +88,6 @@ def lower_lanes(loops, steps, slots, block, chunk, widths, interleave, context, 
         left = builder.sub(n, s)
         m = builder.select(builder.icmp_signed("<", left, context.get_constant(intp, block)),
                            left, context.get_constant(intp, block))
-        if prefetched is not None:
-            transpose.emit_prefetch(context, builder, prefetched, builder.add(
-                s, context.get_constant(intp, block)), context.get_constant(intp, block))
         for call, (_, group) in zip(called, groups):
             if call is None:
                 emit(builder, x, out, scratch, flags, s, m, group)
@@ -238,10 +241,11 @@ def _part(context, builder, signature, group, block, emit, constants=(), kind="l
     return function, used
 
 
-def _emit_loops(context, signature, steps, block, widths, interleave, builder, x, out,
+def _emit_loops(context, signature, steps, block, widths, interleave, ahead, builder, x, out,
                 scratch, flags, s, m, numbered, env=None):
     """The loops `numbered` ((number, loop) pairs) on the block of m points from s (`env`:
-    values the loops' names stand for, a called loop's constants)."""
+    values the loops' names stand for, a called loop's constants; `ahead`: rows from a group's
+    to the one whose inputs a transposed copy-in prefetches, 0 for none)."""
     intp, impls = types.intp, {}
     (xty, oty, _) = signature.args
     arrays = {"_X": (xty, context.make_array(xty)(context, builder, x)),
@@ -250,7 +254,8 @@ def _emit_loops(context, signature, steps, block, widths, interleave, builder, x
         if number in interleave:
             _halves(context, builder, loop, arrays, scratch, flags, widths, s, m, block, impls)
             continue
-        first = _transposed(context, builder, loop, arrays, scratch, flags, widths, s, m)
+        first = _transposed(context, builder, loop, arrays, scratch, flags, widths, s, m,
+                            ahead)
         with cgutils.for_range_slice(builder, first, m, context.get_constant(intp, 1)) as (
                 j, _):
             j = _Index(j)
@@ -324,7 +329,7 @@ class _Index:
         self.index = index
 
 
-def _transposed(context, builder, loop, arrays, scratch, flags, widths, s, m):
+def _transposed(context, builder, loop, arrays, scratch, flags, widths, s, m, ahead):
     """For a copy of wide C-contiguous rows into slots or out of them: the whole groups of V
     points of the block copied by vector transposes (`transpose`); returns the first point
     left for the loop's own statements (0 for every other loop). The flags ``_F[_j] = False``
@@ -345,7 +350,9 @@ def _transposed(context, builder, loop, arrays, scratch, flags, widths, s, m):
             with cgutils.for_range(builder, m) as j:
                 context.pack_value(builder, types.boolean, false, builder.gep(flags, [j.index]))
         groups = builder.udiv(m, context.get_constant(intp, v))
-        emit(context, builder, ty, ary, scratch, s, groups,
-             columns if name == "_OUT" else list(columns), v)
+        if name == "_OUT":
+            emit(context, builder, ty, ary, scratch, s, groups, columns, v)
+        else:
+            emit(context, builder, ty, ary, scratch, s, groups, list(columns), v, ahead)
         return builder.mul(groups, context.get_constant(intp, v))
     return zero

@@ -121,14 +121,18 @@ def _vector_pointer(builder: ir.IRBuilder, pointer, v: int):
     return builder.bitcast(pointer, ir.PointerType(ir.VectorType(_F64, v)))
 
 
-def emit_copy_in(context, builder, xty, xs, scratch, s, groups, columns, v) -> None:
+def emit_copy_in(context, builder, xty, xs, scratch, s, groups, columns, v, ahead=0) -> None:
     """Columns [(k, offset)] of rows s .. s + groups*v - 1 of X (array `xs` of type `xty`)
-    into the slots, `groups` groups of `v` points."""
+    into the slots, `groups` groups of `v` points; with `ahead`, each group first prefetches
+    the v rows `ahead` rows after its own."""
     intp = types.intp
     wanted = dict(columns)
     width = max(wanted) + 1
     with cgutils.for_range(builder, groups) as g:
         j0 = builder.mul(g.index, context.get_constant(intp, v))
+        if ahead:
+            later = builder.add(builder.add(s, j0), context.get_constant(intp, ahead))
+            emit_prefetch(context, builder, xs, later, context.get_constant(intp, v))
         covered: set[int] = set()
         for k0 in runs(width, v):
             mine = [c for c in range(v) if k0 + c in wanted and k0 + c not in covered]
@@ -272,7 +276,8 @@ def emit_prefetch(context, builder, array, first, rows) -> None:
     """Hints that bring `rows` C-contiguous rows of `array` (Numba's array struct) from row
     `first` on (clamped to the array) into L2, one a cache line: a lane kernel asks for its next
     block's inputs while it computes this one, where the hardware's prefetcher, which follows
-    demand loads, stops at the first loop that has none."""
+    demand loads, stops at the first loop that has none. (A whole block's hints at once held
+    the core up until most had gone out: `lanes.PREFETCH_COLUMNS`.)"""
     intp = types.intp
     n, width = cgutils.unpack_tuple(builder, array.shape)[:2]
     zero = context.get_constant(intp, 0)
