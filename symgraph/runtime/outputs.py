@@ -94,8 +94,7 @@ def empty(shape: tuple[int, ...]) -> np.ndarray:
 def _aligned(block: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     """Float64s of `shape` in `block` (uint8, LINE bytes more than they need), from its
     first cache line boundary."""
-    skip = -block.ctypes.data % LINE
-    return block[skip:skip + 8 * math.prod(shape)].view(np.float64).reshape(shape)
+    return np.ndarray(shape, np.float64, block, -block.ctypes.data % LINE)
 
 
 def idle_bytes() -> int:
