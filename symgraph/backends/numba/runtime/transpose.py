@@ -230,7 +230,7 @@ def emit_copy_out(context, builder, oty, outs, scratch, s, groups, columns, v) -
 
 
 def _store_rows(context, builder, oty, outs, s, j0, transposed, v) -> None:
-    """Each row's run vectors, a row after the other (rows shorter than 8 columns)."""
+    """Each row's run vectors, a row after the other."""
     intp = types.intp
     for r in range(v):
         row = builder.add(s, builder.add(j0, context.get_constant(intp, r)))
