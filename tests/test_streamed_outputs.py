@@ -46,8 +46,8 @@ def _offset(shape, skip_bytes):
 def test_streamed_rows_give_the_row_kernels_bits_at_any_alignment(n, monkeypatch, tmp_path):
     # Streaming from the first byte (STREAM_BYTES 0, read when the kernel compiles), so small
     # batches take the path: aligned OUT streams whole lines, OUT 8 or 40 bytes past a line
-    # and an OUT with a spare column store row by row. 8n, 10n and 4n + 2 columns of output
-    # (n = 4: 9 columns, one run and an overlapping one; n = 38: 77).
+    # and an OUT with a spare column store row by row. 2n + 1 columns of output (n = 4: 9
+    # columns, a run and an overlapping one; n = 38: 77).
     monkeypatch.setattr(transpose, "STREAM_BYTES", 0)
     expr, args = _wide(n)
     fn = sg.compile(expr, args, strategy="straight", cache_dir=tmp_path)

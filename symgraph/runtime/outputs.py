@@ -49,7 +49,8 @@ class _Lease:
 
     def __init__(self, block: np.ndarray, shape: tuple[int, ...]) -> None:
         self.block = block
-        start = block.ctypes.data + -block.ctypes.data % LINE  # (the block has LINE to spare)
+        address = block.ctypes.data
+        start = address + -address % LINE  # (the block has LINE to spare)
         self.__array_interface__ = {"shape": shape, "typestr": "<f8", "version": 3,
                                     "data": (start, False)}
 

@@ -127,10 +127,9 @@ def _two_sum(a, b):
 
 
 @_jit(error_model="numpy", forceinline=True)
-def _lgamma_near(x, lh, ll):
-    """lgamma(x) for x below 3, (lh, ll) the double-double log of `_reduce`'s arg: `_lgamma_core`
-    of t plus the step's log."""
-    t, t_lo, sign, _ = _reduce(x)
+def _lgamma_near(t, t_lo, sign, lh, ll):
+    """lgamma(x) for x below 3, from `_reduce`'s (t, t_lo, sign) and the double-double log
+    (lh, ll) of its arg: `_lgamma_core` of t plus the step's log."""
     g, g_lo, slope = _lgamma_core(t)
     s, s_err = _two_sum(g, sign * lh)  # the step: + log(x - 1), - log x (sign * lh exact)
     return s + (s_err + (g_lo + (sign * ll + slope * t_lo)))
@@ -162,16 +161,16 @@ def vlgamma(x: float) -> float:
     where `vgammaoff` is true). Below 3 `_lgamma_core` of t plus the step's log; from 3 on
     Stirling's (x - 1/2)(log x - 1) + (log(2 pi) - 1)/2 + W(1/x^2)/x, the log a double-double
     and its product exact. Max error 0.68 ulp (907,000 points vs mpmath, near x = 1)."""
-    _, _, _, arg = _reduce(x)  # x from 3 on: one log (and 1/x) for both pieces and vdigamma
+    t, t_lo, sign, arg = _reduce(x)  # x from 3 on: one log (and 1/x) for both pieces
     lh, ll = _log_dd(arg)
-    return _where(x < 3.0, _lgamma_near(x, lh, ll), _lgamma_far(x, 1.0 / arg, lh, ll))
+    return _where(x < 3.0, _lgamma_near(t, t_lo, sign, lh, ll),
+                  _lgamma_far(x, 1.0 / arg, lh, ll))
 
 
 @_jit(error_model="numpy", forceinline=True)
-def _digamma_near(x, r, r_lo):
-    """psi(x) for x below 3, r + r_lo = 1 / `_reduce`'s arg: `_digamma_core` of t plus the
-    step's reciprocal (a double-double)."""
-    t, t_lo, sign, _ = _reduce(x)
+def _digamma_near(t, t_lo, sign, r, r_lo):
+    """psi(x) for x below 3, from `_reduce`'s (t, t_lo, sign) and r + r_lo = 1 / its arg:
+    `_digamma_core` of t plus the step's reciprocal (a double-double)."""
     g, g_lo, slope = _digamma_core(t)
     s, s_err = _two_sum(g, sign * r)
     return s + (s_err + (g_lo + (sign * r_lo + slope * t_lo)))
@@ -201,11 +200,12 @@ def vdigamma(x: float) -> float:
     callers fix up where `vgammaoff` is true). Below 3 `_digamma_core` of t plus the step's
     reciprocal (a double-double); from 3 on log x - 1/(2x) - V(1/x^2)/x^2. Max error 0.84 ulp
     (907,000 points vs mpmath, near x = 1)."""
-    _, _, _, arg = _reduce(x)  # x from 3 on: vlgamma's own log and 1/x
+    t, t_lo, sign, arg = _reduce(x)  # x from 3 on: vlgamma's own log and 1/x
     r = 1.0 / arg
     r_lo = r * _fma(-arg, r, 1.0)  # 1 / arg = r + r_lo
     lh, ll = _log_dd(arg)
-    return _where(x < 3.0, _digamma_near(x, r, r_lo), _digamma_far(r, r_lo, lh, ll))
+    return _where(x < 3.0, _digamma_near(t, t_lo, sign, r, r_lo),
+                  _digamma_far(r, r_lo, lh, ll))
 
 
 @_jit(error_model="numpy", forceinline=True)
@@ -221,9 +221,9 @@ def lgamma_branching(x: float) -> float:
     """vlgamma(x)'s bits for one value at a time, computing only the piece x needs (a branch:
     about half vlgamma's work) for row kernels' scalar calls (backends.numba.special)."""
     if x < 3.0:
-        _, _, _, arg = _reduce(x)
+        t, t_lo, sign, arg = _reduce(x)
         lh, ll = _log_dd(arg)
-        return _lgamma_near(x, lh, ll)
+        return _lgamma_near(t, t_lo, sign, lh, ll)
     lh, ll = _log_dd(x)
     return _lgamma_far(x, 1.0 / x, lh, ll)
 
@@ -231,11 +231,11 @@ def lgamma_branching(x: float) -> float:
 @_jit(error_model="numpy", forceinline=True)
 def digamma_branching(x: float) -> float:
     """vdigamma(x)'s bits for one value at a time, computing only the piece x needs."""
-    _, _, _, arg = _reduce(x)
+    t, t_lo, sign, arg = _reduce(x)
     r = 1.0 / arg
     r_lo = r * _fma(-arg, r, 1.0)
     if x < 3.0:
-        return _digamma_near(x, r, r_lo)
+        return _digamma_near(t, t_lo, sign, r, r_lo)
     lh, ll = _log_dd(x)
     return _digamma_far(r, r_lo, lh, ll)
 
